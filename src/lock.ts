@@ -1,0 +1,141 @@
+/**
+ * A held lock: what it covers, how long it is guaranteed, and the means to extend and release it.
+ * extend() renews this same handle (no new object to swap in); release() is idempotent.
+ */
+import { deadlineOf, driftMs } from './clock/index.js';
+import { LockExtendError } from './errors.js';
+import type { Member } from './member.js';
+import { checkTtl, type Settings } from './options.js';
+import { failureOutcome, lockSender } from './quorum/attempt.js';
+import { answeredCount, releaseOnAll } from './quorum/release.js';
+import { runRound } from './quorum/round.js';
+import { quorumOf } from './quorum/tally.js';
+import { describeVotes, type MemberVote, type ReleaseAnswer } from './quorum/votes.js';
+
+export interface ReleaseResult {
+  /**
+   * true when at least a quorum of members confirmed our keys are gone there (deleted now, or
+   * already expired): nobody can still count on this lock. When false, the rest expire by TTL.
+   */
+  freed: boolean;
+  votes: MemberVote<ReleaseAnswer>[];
+  elapsedMs: number;
+}
+
+/** What a Lock needs from its Redlock: the members and the settings. */
+export interface LockContext {
+  readonly members: readonly Member[];
+  readonly settings: Settings;
+}
+
+export class Lock implements AsyncDisposable {
+  readonly resources: readonly string[];
+  /** The random value stored on the members: the capability to extend and release. Keep it secret. */
+  readonly value: string;
+  readonly #context: LockContext;
+  #deadline: number;
+  #votes: readonly MemberVote[];
+  #released = false;
+  #extending: Promise<unknown> = Promise.resolve();
+
+  constructor(context: LockContext, resources: readonly string[], value: string, deadline: number, votes: readonly MemberVote[]) {
+    this.#context = context;
+    this.resources = Object.freeze([...resources]);
+    this.value = value;
+    this.#deadline = deadline;
+    this.#votes = votes;
+  }
+
+  /**
+   * Milliseconds for which the lock is still guaranteed: ttl − drift from the start of the last
+   * successful acquire or extend round, less the time since, on the monotonic clock. 0 once
+   * expired or released.
+   */
+  remainingMs(): number {
+    if (this.#released) return 0;
+    return Math.max(0, this.#deadline - this.#context.settings.clock.now());
+  }
+
+  /** True until release() is called or the validity runs out. */
+  get held(): boolean {
+    return this.remainingMs() > 0;
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  /** How each member voted in the last successful acquire or extend round. */
+  get votes(): readonly MemberVote[] {
+    return this.#votes;
+  }
+
+  /**
+   * Sets the keys' expiry to `ttl` ms on every member that still holds our value. Succeeds only
+   * with a quorum and positive validity, which is then recomputed from this round's start.
+   * Extends are serialized: concurrent calls run one after another. Throws LockExtendError; the
+   * previous validity stays in force when it does.
+   */
+  extend(ttl: number): Promise<this> {
+    const { settings } = this.#context;
+    try {
+      checkTtl(ttl, settings);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const run = this.#extending.then(() => this.#extendOnce(ttl));
+    this.#extending = run.catch(() => undefined);
+    return run;
+  }
+
+  async #extendOnce(ttl: number): Promise<this> {
+    const { members, settings } = this.#context;
+    if (this.#released) throw new LockExtendError(this.resources, 'released', [], 0);
+    // The doc's rule: re-acquire only within the validity time. Past it, another owner may
+    // already hold the resource, and extending would hide that gap from the caller.
+    if (this.remainingMs() <= 0) throw new LockExtendError(this.resources, 'expired', [], 0);
+
+    const round = await runRound({
+      members,
+      send: lockSender(this.resources, this.value, ttl, 'extend'),
+      yes: 'locked',
+      timeoutMs: settings.nodeTimeout,
+      waitForAll: false,
+      clock: settings.clock,
+    });
+    if (this.#released) throw new LockExtendError(this.resources, 'released', round.votes, round.elapsedMs);
+    // Sound even if the old deadline passed during the round: a member that still held our value
+    // when it ran the script has held it without a gap (our value is never set twice), so a
+    // quorum of 'locked' votes means no other owner could have had a quorum meanwhile.
+    const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
+    if (round.won && deadline > settings.clock.now()) {
+      this.#deadline = deadline;
+      this.#votes = round.votes;
+      settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
+      return this;
+    }
+    const outcome = failureOutcome(round.won, round.votes);
+    const reason = outcome === 'expired' ? 'late' : outcome === 'taken' ? 'lost' : 'unavailable';
+    settings.logger.warn({ resources: this.resources, reason, votes: describeVotes(round.votes) }, 'lock extension failed');
+    throw new LockExtendError(this.resources, reason, round.votes, round.elapsedMs);
+  }
+
+  /**
+   * Compare-and-delete on every member, each bounded by nodeTimeout. Never throws for members
+   * that are down; the result says which answered. Safe to call more than once.
+   */
+  async release(): Promise<ReleaseResult> {
+    const { members, settings } = this.#context;
+    this.#released = true;
+    const round = await releaseOnAll(members, settings, this.resources, this.value);
+    const freed = answeredCount(round) >= quorumOf(members.length);
+    const log = freed ? settings.logger.debug : settings.logger.warn;
+    log.call(settings.logger, { resources: this.resources, votes: describeVotes(round.votes, 'released') }, freed ? 'lock released' : 'lock release not confirmed by a quorum; the keys expire by their TTL');
+    return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
+  }
+
+  /** `await using lock = await redlock.acquire(...)` releases at the end of the block. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (!this.#released) await this.release();
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * Registers the lock scripts on a member's ioredis client. ioredis' defineCommand sends EVAL the
+ * first time on each socket and EVALSHA after that, and falls back to EVAL on NOSCRIPT, so a
+ * member that restarted with an empty script cache still works without an extra round trip.
+ */
+import type { Redis } from 'ioredis';
+import { acquireLua, extendLua, releaseLua } from './sources.js';
+
+/** The commands quorumlock adds to a client. Prefixed so they cannot clash with the user's own. */
+export interface ScriptCommands {
+  quorumlockAcquire(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  quorumlockExtend(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  quorumlockRelease(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+}
+
+const scripts = {
+  quorumlockAcquire: acquireLua,
+  quorumlockExtend: extendLua,
+  quorumlockRelease: releaseLua,
+} as const;
+
+export function registerScripts(client: Redis): Redis & ScriptCommands {
+  for (const [name, lua] of Object.entries(scripts)) {
+    // The same client may serve several Redlock instances: define once.
+    if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') client.defineCommand(name, { lua });
+  }
+  return client as Redis & ScriptCommands;
+}

@@ -1,0 +1,219 @@
+/**
+ * Settings, their defaults, and the checks that run before any network call. Pure functions:
+ * bad input fails here with a TypeError or RangeError naming the parameter and its range, so
+ * nothing is ever sent, let alone half-locked.
+ */
+import type { Redis } from 'ioredis';
+import { type Clock, driftMs, systemClock } from './clock/index.js';
+import { memberId } from './member.js';
+
+/** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
+export interface Logger {
+  debug(object: object, message: string): void;
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+  error(object: object, message: string): void;
+}
+
+export interface RedlockOptions {
+  /** Clock drift allowance per ms of TTL: drift = ttl × driftFactor + 2 ms. In [0, 0.5). Default 0.01. */
+  driftFactor?: number;
+  /** Attempts after the first; 0 = one attempt; Infinity = until waitTimeout or the signal. Default 10. */
+  retryCount?: number;
+  /** Milliseconds between attempts. Default 200. */
+  retryDelay?: number;
+  /** Up to this many ms are added to or taken from each delay at random, so competing clients drift apart. Default 100. */
+  retryJitter?: number;
+  /**
+   * Milliseconds each member gets to answer each call (acquire, extend, release). A member slower
+   * than this is counted as not voting. Default 50: the Redis docs suggest 5–50 ms for a 10 s TTL;
+   * raise it for members across slow links. Must be smaller than every ttl.
+   */
+  nodeTimeout?: number;
+  /** A pino logger (or anything with debug/info/warn/error(object, message)). Default: silent. */
+  logger?: Logger;
+  /** Where time comes from. Default: the monotonic system clock. Tests and simulators inject a ManualClock. */
+  clock?: Clock;
+}
+
+export interface AcquireOptions {
+  retryCount?: number;
+  retryDelay?: number;
+  retryJitter?: number;
+  /**
+   * Overall budget in ms for this acquire, all attempts and delays included. Default:
+   * (retryCount + 1) × (nodeTimeout + retryDelay + retryJitter).
+   */
+  waitTimeout?: number;
+  /** Cancels the acquire: it rolls back whatever it set and rejects with `signal.reason`. */
+  signal?: AbortSignal;
+}
+
+export interface Settings {
+  driftFactor: number;
+  retryCount: number;
+  retryDelay: number;
+  retryJitter: number;
+  nodeTimeout: number;
+  logger: Logger;
+  clock: Clock;
+}
+
+export const defaults = {
+  driftFactor: 0.01,
+  retryCount: 10,
+  retryDelay: 200,
+  retryJitter: 100,
+  nodeTimeout: 50,
+} as const;
+
+/** Redis accepts larger PX values, but Node timers (auto-extension) do not go beyond this. */
+export const MAX_TTL_MS = 2_147_483_647;
+
+const silent = (): void => {};
+export const silentLogger: Logger = { debug: silent, info: silent, warn: silent, error: silent };
+
+/** A TypeError or RangeError that also names the offending parameter in `parameter`. */
+export type ArgumentError = (TypeError | RangeError) & { parameter: string };
+
+function argumentError(Kind: typeof TypeError | typeof RangeError, parameter: string, message: string): ArgumentError {
+  return Object.assign(new Kind(`quorumlock: ${parameter} ${message}`), { parameter });
+}
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
+  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+}
+
+/** A finite (or, where allowed, infinite) number >= `min`. */
+function checkNumber(parameter: string, value: unknown, range: { min: number; integer?: boolean; infinity?: boolean; minExclusive?: boolean }): number {
+  const { min, integer = false, infinity = false, minExclusive = false } = range;
+  const rangeText = `${integer ? 'an integer' : 'a number'} ${minExclusive ? '>' : '>='} ${min}${infinity ? ' (or Infinity)' : ''}`;
+  if (typeof value !== 'number' || Number.isNaN(value)) throw argumentError(TypeError, parameter, `must be ${rangeText}, got ${show(value)}`);
+  const finiteOk = Number.isFinite(value) && (!integer || Number.isInteger(value));
+  const aboveMin = minExclusive ? value > min : value >= min;
+  if (!(finiteOk || (infinity && value === Infinity)) || !aboveMin) throw argumentError(RangeError, parameter, `must be ${rangeText}, got ${show(value)}`);
+  return value;
+}
+
+export function checkDriftFactor(value: unknown): number {
+  if (typeof value !== 'number' || Number.isNaN(value)) throw argumentError(TypeError, 'driftFactor', `must be a number in [0, 0.5), got ${show(value)}`);
+  if (!(value >= 0 && value < 0.5)) throw argumentError(RangeError, 'driftFactor', `must be in [0, 0.5), got ${show(value)}`);
+  return value;
+}
+
+export function checkNodeTimeout(value: unknown): number {
+  return checkNumber('nodeTimeout', value, { min: 0, minExclusive: true });
+}
+
+function checkRetries(source: { retryCount?: unknown; retryDelay?: unknown; retryJitter?: unknown }, base: Pick<Settings, 'retryCount' | 'retryDelay' | 'retryJitter'>) {
+  return {
+    retryCount: source.retryCount === undefined ? base.retryCount : checkNumber('retryCount', source.retryCount, { min: 0, integer: true, infinity: true }),
+    retryDelay: source.retryDelay === undefined ? base.retryDelay : checkNumber('retryDelay', source.retryDelay, { min: 0 }),
+    retryJitter: source.retryJitter === undefined ? base.retryJitter : checkNumber('retryJitter', source.retryJitter, { min: 0 }),
+  };
+}
+
+function checkLogger(value: unknown): Logger {
+  const methods = ['debug', 'info', 'warn', 'error'] as const;
+  if (typeof value !== 'object' || value === null || methods.some((name) => typeof (value as Record<string, unknown>)[name] !== 'function')) {
+    throw argumentError(TypeError, 'logger', `must have debug, info, warn and error methods (a pino logger), got ${show(value)}`);
+  }
+  return value as Logger;
+}
+
+function checkClock(value: unknown): Clock {
+  if (typeof value !== 'object' || value === null || typeof (value as Clock).now !== 'function' || typeof (value as Clock).sleep !== 'function') {
+    throw argumentError(TypeError, 'clock', `must have now() and sleep(ms, signal) methods, got ${show(value)}`);
+  }
+  return value as Clock;
+}
+
+export function checkSettings(options: RedlockOptions = {}): Settings {
+  if (typeof options !== 'object' || options === null) throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
+  return {
+    driftFactor: options.driftFactor === undefined ? defaults.driftFactor : checkDriftFactor(options.driftFactor),
+    ...checkRetries(options, defaults),
+    nodeTimeout: options.nodeTimeout === undefined ? defaults.nodeTimeout : checkNodeTimeout(options.nodeTimeout),
+    logger: options.logger === undefined ? silentLogger : checkLogger(options.logger),
+    clock: options.clock === undefined ? systemClock : checkClock(options.clock),
+  };
+}
+
+export function checkMembers(members: unknown): Redis[] {
+  if (!Array.isArray(members) || members.length === 0) {
+    throw argumentError(TypeError, 'members', `must be a non-empty array of ioredis clients, got ${Array.isArray(members) ? 'an empty array' : show(members)}`);
+  }
+  const seen = new Map<string, number>();
+  members.forEach((client: unknown, index) => {
+    if (typeof client !== 'object' || client === null || typeof (client as Redis).defineCommand !== 'function') {
+      throw argumentError(TypeError, `members[${index}]`, `must be an ioredis client, got ${show(client)}`);
+    }
+    const id = memberId(client as Redis);
+    const first = seen.get(id);
+    if (first !== undefined) {
+      throw argumentError(RangeError, `members[${index}]`, `is the same server as members[${first}] (${id}): a duplicate member would vote twice`);
+    }
+    seen.set(id, index);
+  });
+  return members as Redis[];
+}
+
+export function checkResources(resources: unknown): string[] {
+  const list = typeof resources === 'string' ? [resources] : resources;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw argumentError(TypeError, 'resources', `must be a non-empty string or a non-empty array of strings, got ${Array.isArray(list) ? 'an empty array' : show(list)}`);
+  }
+  const seen = new Set<string>();
+  list.forEach((name: unknown, index) => {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw argumentError(TypeError, `resources[${index}]`, `must be a non-empty string, got ${show(name)}`);
+    }
+    if (seen.has(name)) throw argumentError(RangeError, `resources[${index}]`, `repeats ${JSON.stringify(name)}: each resource may appear once`);
+    seen.add(name);
+  });
+  return [...list] as string[];
+}
+
+/** The smallest integer ttl with ttl > nodeTimeout + driftMs(ttl). */
+export function minTtl({ driftFactor, nodeTimeout }: Pick<Settings, 'driftFactor' | 'nodeTimeout'>): number {
+  let ttl = Math.max(1, Math.floor((nodeTimeout + 2) / (1 - driftFactor)) - 2);
+  while (ttl <= nodeTimeout + driftMs(ttl, driftFactor)) ttl++;
+  return ttl;
+}
+
+/**
+ * A ttl must leave room for at least one member timeout plus the drift allowance, or a lock could
+ * never come out with positive validity.
+ */
+export function checkTtl(ttl: unknown, settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'>, parameter = 'ttl'): number {
+  const { driftFactor, nodeTimeout } = settings;
+  const floor = minTtl(settings);
+  const range = `an integer from ${floor} to ${MAX_TTL_MS} ms`;
+  if (typeof ttl !== 'number' || Number.isNaN(ttl)) throw argumentError(TypeError, parameter, `must be ${range}, got ${show(ttl)}`);
+  if (!Number.isInteger(ttl) || ttl > MAX_TTL_MS || ttl <= 0) throw argumentError(RangeError, parameter, `must be ${range}, got ${show(ttl)}`);
+  const drift = driftMs(ttl, driftFactor);
+  if (ttl <= drift + nodeTimeout) {
+    throw argumentError(RangeError, parameter, `must be larger than nodeTimeout + drift (${nodeTimeout} + ${drift} ms), got ${ttl}: ${range}`);
+  }
+  return ttl;
+}
+
+export interface AttemptPolicy {
+  retryCount: number;
+  retryDelay: number;
+  retryJitter: number;
+  waitTimeout: number;
+  signal: AbortSignal | undefined;
+}
+
+export function checkAcquireOptions(options: AcquireOptions | undefined, settings: Settings): AttemptPolicy {
+  if (options !== undefined && (typeof options !== 'object' || options === null)) throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
+  const retries = checkRetries(options ?? {}, settings);
+  const budget = (retries.retryCount + 1) * (settings.nodeTimeout + retries.retryDelay + retries.retryJitter);
+  const waitTimeout = options?.waitTimeout === undefined ? budget : checkNumber('waitTimeout', options.waitTimeout, { min: 0, minExclusive: true, infinity: true });
+  const signal = options?.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw argumentError(TypeError, 'signal', `must be an AbortSignal, got ${show(signal)}`);
+  return { ...retries, waitTimeout, signal };
+}

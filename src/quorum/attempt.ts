@@ -1,0 +1,67 @@
+/**
+ * One acquire attempt: a fresh value, one round of the acquire script on every member, the
+ * validity check, and on failure a rollback on every member.
+ */
+import { randomBytes } from 'node:crypto';
+import { deadlineOf, driftMs } from '../clock/index.js';
+import type { AttemptOutcome } from '../errors.js';
+import type { Member } from '../member.js';
+import type { Settings } from '../options.js';
+import { releaseOnAll } from './release.js';
+import { runRound, type RoundResult } from './round.js';
+import type { LockAnswer, MemberVote } from './votes.js';
+
+/**
+ * 128 random bits from the CSPRNG. The value is the capability to extend and release, so it must
+ * be unguessable, and it is new for every attempt: a late rollback of attempt k can then never
+ * delete what attempt k+1 set, and no attempt is blocked by keys of an earlier one.
+ */
+export function newLockValue(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+export type AttemptResult =
+  | { won: true; value: string; round: RoundResult<LockAnswer>; deadline: number }
+  | {
+      won: false;
+      outcome: AttemptOutcome;
+      round: RoundResult<LockAnswer>;
+      validityMs: number;
+      /** The rollback on every member; resolves (never rejects) when each answered or timed out. */
+      rollback: Promise<unknown>;
+    };
+
+export function lockSender(resources: readonly string[], value: string, ttl: number, script: 'acquire' | 'extend') {
+  return (member: Member): Promise<LockAnswer> => member[script](resources, value, ttl).then((done) => (done === 1 ? 'locked' : 'taken'));
+}
+
+export function failureOutcome(won: boolean, votes: readonly MemberVote[]): AttemptOutcome {
+  if (won) return 'expired';
+  return votes.some((vote) => vote.vote === 'taken') ? 'taken' : 'unavailable';
+}
+
+export async function attemptLock(
+  members: readonly Member[],
+  settings: Settings,
+  resources: readonly string[],
+  ttl: number,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<AttemptResult> {
+  const { clock } = settings;
+  const value = newLockValue();
+  let round: RoundResult<LockAnswer>;
+  try {
+    round = await runRound({ members, send: lockSender(resources, value, ttl, 'acquire'), yes: 'locked', timeoutMs, waitForAll: false, clock, signal });
+  } catch (abortReason) {
+    // Aborted mid-round: whatever reached the members must not outlive the abort.
+    await releaseOnAll(members, settings, resources, value);
+    throw abortReason;
+  }
+  // Read the clock again now, not at the decision: a lock is never handed out once its validity
+  // is gone, however the time between the decision and here was spent.
+  const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
+  const validityMs = deadline - clock.now();
+  if (round.won && validityMs > 0) return { won: true, value, round, deadline };
+  return { won: false, outcome: failureOutcome(round.won, round.votes), round, validityMs, rollback: releaseOnAll(members, settings, resources, value) };
+}

@@ -1,0 +1,95 @@
+/**
+ * One round: send one script to every member at once and count the answers as they arrive.
+ *
+ * All members are sent to in the same tick, so a single deadline `timeoutMs` after the start is
+ * exactly a per-member timeout for each of them; one timer per round instead of one per member.
+ * A member that misses the deadline is counted as 'timeout'; its command is not cancelled (Redis
+ * has no way to), which is why every rollback and release goes to every member: on the same
+ * connection our release is queued behind the late command and runs after it.
+ */
+import pTimeout from 'p-timeout';
+import type { Clock } from '../clock/index.js';
+import type { Member } from '../member.js';
+import { decide, quorumOf } from './tally.js';
+import type { MemberVote } from './votes.js';
+
+export interface RoundSpec<Answer extends string> {
+  members: readonly Member[];
+  send(member: Member): Promise<Answer>;
+  /** The answer that counts toward quorum. */
+  yes: Answer;
+  timeoutMs: number;
+  /**
+   * false (acquire, extend): settle the moment the outcome is known, without waiting for
+   * stragglers. true (release): hear from every member, up to the deadline.
+   */
+  waitForAll: boolean;
+  clock: Clock;
+  signal?: AbortSignal | undefined;
+}
+
+export interface RoundResult<Answer extends string> {
+  won: boolean;
+  votes: MemberVote<Answer>[];
+  yesCount: number;
+  /** Clock reading taken before the first command was sent. */
+  startedAt: number;
+  /** From startedAt to the decision. */
+  elapsedMs: number;
+}
+
+/** Rejects with `signal.reason` if the signal aborts before the round is decided. */
+export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): Promise<RoundResult<Answer>> {
+  const { members, clock } = spec;
+  const startedAt = clock.now();
+  const votes: MemberVote<Answer>[] = members.map((member) => ({ member: member.id, vote: 'pending', ms: 0 }));
+  let yesCount = 0;
+  let noCount = 0;
+  let closed = false;
+
+  const snapshot = (unanswered: 'pending' | 'timeout'): RoundResult<Answer> => {
+    closed = true;
+    const elapsedMs = clock.now() - startedAt;
+    const final = votes.map((vote) => (vote.vote === 'pending' ? { ...vote, vote: unanswered, ms: unanswered === 'timeout' ? elapsedMs : 0 } : vote));
+    return { won: yesCount >= quorumOf(members.length), votes: final, yesCount, startedAt, elapsedMs };
+  };
+
+  const decided = new Promise<RoundResult<Answer>>((resolve) => {
+    const record = (index: number, vote: MemberVote<Answer>) => {
+      if (closed) return; // a straggler after the decision changes nothing
+      votes[index] = vote;
+      if (vote.vote === spec.yes) yesCount++;
+      else noCount++;
+      const settled = spec.waitForAll ? yesCount + noCount === members.length : decide(yesCount, noCount, members.length) !== 'open';
+      if (settled) resolve(snapshot('pending'));
+    };
+    members.forEach((member, index) => {
+      let sent: Promise<Answer>;
+      try {
+        sent = spec.send(member);
+      } catch (error) {
+        sent = Promise.reject(error);
+      }
+      sent.then(
+        (answer) => record(index, { member: member.id, vote: answer, ms: clock.now() - startedAt }),
+        (error: unknown) =>
+          record(index, {
+            member: member.id,
+            vote: 'error',
+            ms: clock.now() - startedAt,
+            error: error instanceof Error ? error : new Error(String(error)),
+          }),
+      );
+    });
+  });
+
+  try {
+    return await pTimeout(decided, {
+      milliseconds: Math.max(0, spec.timeoutMs),
+      fallback: () => snapshot('timeout'),
+      ...(spec.signal ? { signal: spec.signal } : {}),
+    });
+  } finally {
+    closed = true;
+  }
+}

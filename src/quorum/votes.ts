@@ -1,0 +1,51 @@
+/**
+ * What one member said in one round. Every outcome is data, so errors, logs and metrics all read
+ * the same record.
+ */
+
+/** Acquire and extend: 'locked' = every key now holds our value with the new TTL; 'taken' = not ours. */
+export type LockAnswer = 'locked' | 'taken';
+/** Release: 'released' = our keys were deleted here; 'absent' = nothing of ours was left to delete. */
+export type ReleaseAnswer = 'released' | 'absent';
+/**
+ * No answer: 'timeout' = nothing within the per-member timeout; 'error' = the command failed;
+ * 'pending' = the round was already decided (quorum reached or out of reach) before this member
+ * answered, so it was not waited for.
+ */
+export type NoAnswer = 'timeout' | 'error' | 'pending';
+
+export interface MemberVote<Answer extends string = LockAnswer> {
+  /** The member, as host:port/db. */
+  member: string;
+  vote: Answer | NoAnswer;
+  /** Milliseconds from the start of the round to this answer (0 for 'pending' and 'timeout' at the deadline). */
+  ms: number;
+  error?: Error;
+}
+
+const phrases: Record<string, string> = {
+  locked: 'locked',
+  taken: 'held by another owner',
+  released: 'released',
+  absent: 'not held',
+  timeout: 'timed out',
+  error: 'failed',
+  pending: 'not waited for',
+};
+
+/**
+ * "2/5 locked, 2 held by another owner, 1 failed (connect ECONNREFUSED)": what a round's votes
+ * add up to, in words. `yes` is the answer that counts toward quorum.
+ */
+export function describeVotes(votes: readonly MemberVote<string>[], yes: string = 'locked'): string {
+  const counts = new Map<string, number>();
+  for (const { vote } of votes) counts.set(vote, (counts.get(vote) ?? 0) + 1);
+  const parts = [`${counts.get(yes) ?? 0}/${votes.length} ${phrases[yes] ?? yes}`];
+  for (const [vote, phrase] of Object.entries(phrases)) {
+    const count = counts.get(vote);
+    if (!count || vote === yes) continue;
+    const error = vote === 'error' ? votes.find((other) => other.error)?.error : undefined;
+    parts.push(`${count} ${phrase}${error ? ` (${error.message})` : ''}`);
+  }
+  return parts.join(', ');
+}

@@ -1,0 +1,64 @@
+/**
+ * Redlock: the members and the settings, and the entry points. The algorithm lives in
+ * src/quorum (one round, one attempt, rollback) and src/attempts.ts (the retry loop).
+ */
+import type { Redis } from 'ioredis';
+import { acquireWithRetries, type Won } from './attempts.js';
+import { LockAcquireError } from './errors.js';
+import { Lock, type LockContext } from './lock.js';
+import { Member } from './member.js';
+import { type AcquireOptions, checkAcquireOptions, checkMembers, checkResources, checkSettings, checkTtl, type RedlockOptions, type Settings } from './options.js';
+import { quorumOf } from './quorum/tally.js';
+
+export class Redlock implements LockContext {
+  readonly members: readonly Member[];
+  readonly settings: Settings;
+
+  /**
+   * @param clients independent Redis masters (ioredis clients you own: Redlock never quits them).
+   * Use an odd number, 3 or 5: an even count adds a member without adding fault tolerance.
+   */
+  constructor(clients: readonly Redis[], options: RedlockOptions = {}) {
+    this.settings = Object.freeze(checkSettings(options));
+    this.members = Object.freeze(checkMembers(clients).map((client) => new Member(client)));
+  }
+
+  /** Votes needed: floor(N/2) + 1. */
+  get quorum(): number {
+    return quorumOf(this.members.length);
+  }
+
+  /**
+   * Locks `resources` (one name or several; all or none) for `ttl` ms, retrying as configured.
+   * Resolves with a Lock whose remainingMs() is positive; rejects with LockAcquireError (every
+   * attempt's per-member votes inside) once retries or the wait budget run out, or with
+   * `signal.reason` when aborted. Nothing it set is left behind on any member when it rejects.
+   */
+  async acquire(resources: string | readonly string[], ttl: number, options?: AcquireOptions): Promise<Lock> {
+    const names = checkResources(resources);
+    checkTtl(ttl, this.settings);
+    const policy = checkAcquireOptions(options, this.settings);
+    return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy));
+  }
+
+  /**
+   * One attempt, no retries. Resolves with null when another owner holds the resource; rejects
+   * with LockAcquireError when too few members answered, so an outage is never mistaken for
+   * "someone else has it".
+   */
+  async tryAcquire(resources: string | readonly string[], ttl: number, options: Pick<AcquireOptions, 'signal'> = {}): Promise<Lock | null> {
+    const names = checkResources(resources);
+    checkTtl(ttl, this.settings);
+    const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
+    try {
+      return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy));
+    } catch (error) {
+      if (error instanceof LockAcquireError && error.outcome === 'taken') return null;
+      throw error;
+    }
+  }
+
+  #handle(resources: readonly string[], won: Won): Lock {
+    return new Lock(this, resources, won.value, won.deadline, won.round.votes);
+  }
+}

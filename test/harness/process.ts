@@ -1,0 +1,153 @@
+/**
+ * Masters as redis-server child processes on free 127.0.0.1 ports, without persistence.
+ *
+ * They are spawned as plain (non-detached) children: PID 1 on CI machines does not reap orphans,
+ * so a daemonized server would linger as a zombie. Every child still running when this process
+ * exits is SIGKILLed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import type { Backend, Master, MasterSet, StartOptions } from './types.js';
+
+export const REDIS_SERVER = process.env.QUORUMLOCK_REDIS_SERVER ?? 'redis-server';
+
+export const INSTALL_HINT =
+  'redis-server was not found on PATH. Install it with one of:\n' +
+  '  Debian/Ubuntu:  sudo apt-get install -y redis-server\n' +
+  '  macOS:          brew install redis\n' +
+  '  Docker:         docker compose up -d   (then point the tests at the compose masters)\n' +
+  'or set QUORUMLOCK_REDIS_SERVER to the path of a redis-server binary.';
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
+/** A port that was free a moment ago; the caller retries if redis-server loses the race for it. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function spawnServer(port: number, options: StartOptions): Promise<ChildProcess> {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...(options.args ?? [])];
+  return new Promise((resolve, reject) => {
+    const child = spawn(REDIS_SERVER, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
+    let output = '';
+    let ready = false;
+    const onData = (chunk: Buffer) => {
+      if (ready) return;
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) {
+        ready = true;
+        live.add(child);
+        resolve(child);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      reject(error.code === 'ENOENT' ? new Error(INSTALL_HINT) : error);
+    });
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      if (!ready) reject(new Error(`redis-server on port ${port} exited before it was ready (code ${code}, signal ${signal}):\n${output}`));
+    });
+  });
+}
+
+async function spawnOnFreePort(options: StartOptions): Promise<{ port: number; child: ChildProcess }> {
+  let lastError: unknown;
+  for (let tries = 0; tries < 5; tries++) {
+    const port = await freePort();
+    try {
+      return { port, child: await spawnServer(port, options) };
+    } catch (error) {
+      if (error instanceof Error && error.message === INSTALL_HINT) throw error;
+      lastError = error; // most likely the port was taken between freePort() and bind
+    }
+  }
+  throw lastError;
+}
+
+function waitForExit(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+class ProcessMaster implements Master {
+  readonly host = '127.0.0.1';
+  #paused = false;
+
+  constructor(
+    readonly port: number,
+    private child: ChildProcess | undefined,
+    private readonly options: StartOptions,
+  ) {}
+
+  get running(): boolean {
+    return this.child !== undefined;
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child) return;
+    this.child = undefined;
+    this.#paused = false;
+    child.kill('SIGKILL'); // works on a stopped process too
+    await waitForExit(child);
+  }
+
+  async pause(): Promise<void> {
+    if (!this.child || this.#paused) return;
+    this.child.kill('SIGSTOP');
+    this.#paused = true;
+  }
+
+  async resume(): Promise<void> {
+    if (!this.child || !this.#paused) return;
+    this.child.kill('SIGCONT');
+    this.#paused = false;
+  }
+
+  async restart(): Promise<void> {
+    await this.kill();
+    this.child = await spawnServer(this.port, this.options);
+  }
+
+  stop(): Promise<void> {
+    return this.kill();
+  }
+}
+
+export const processBackend: Backend = {
+  name: 'process',
+  async start(count: number, options: StartOptions = {}): Promise<MasterSet> {
+    const started = await Promise.all(Array.from({ length: count }, () => spawnOnFreePort(options)));
+    const masters = started.map(({ port, child }) => new ProcessMaster(port, child, options));
+    return {
+      masters,
+      async stop() {
+        await Promise.all(masters.map((master) => master.stop()));
+      },
+    };
+  },
+};

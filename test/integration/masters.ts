@@ -1,0 +1,48 @@
+/** Masters plus one ioredis client per master, as a test uses them. */
+import Redis from 'ioredis';
+import { startMasters, type Master, type StartOptions } from '../harness/index.js';
+
+export interface TestMasters {
+  masters: Master[];
+  clients: Redis[];
+  /** A second, independent set of clients to the same masters (another process, in effect). */
+  connect(): Redis[];
+  /** The value of `key` on every master (null = absent). Waits for paused masters: resume first. */
+  valuesOf(key: string): Promise<(string | null)[]>;
+  /** Resumes every master and waits until each has run what was queued for it. */
+  resumeAll(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function client(master: Master): Redis {
+  // Defaults a service would use; reconnection is ioredis' own.
+  return new Redis({ host: master.host, port: master.port, lazyConnect: false });
+}
+
+export async function startTestMasters(count: number, options?: StartOptions): Promise<TestMasters> {
+  const set = await startMasters(count, options);
+  const opened: Redis[] = [];
+  const connect = () => {
+    const clients = set.masters.map(client);
+    opened.push(...clients);
+    return clients;
+  };
+  const clients = connect();
+  await Promise.all(clients.map((c) => c.ping()));
+  return {
+    masters: set.masters,
+    clients,
+    connect,
+    valuesOf: (key) => Promise.all(clients.map((c) => c.get(key))),
+    async resumeAll() {
+      await Promise.all(set.masters.map((master) => master.resume()));
+      // A PING travels behind everything queued on the same connection: when it returns,
+      // the member has run the late commands too.
+      await Promise.all(clients.map((c) => c.ping()));
+    },
+    async close() {
+      for (const c of opened) c.disconnect();
+      await set.stop();
+    },
+  };
+}
