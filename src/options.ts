@@ -42,7 +42,8 @@ export interface AcquireOptions {
   retryJitter?: number;
   /**
    * Overall budget in ms for this acquire, all attempts and delays included. Default:
-   * (retryCount + 1) × (nodeTimeout + retryDelay + retryJitter).
+   * (retryCount + 1) × (nodeTimeout + max(nodeTimeout, retryDelay + retryJitter)), enough for
+   * every attempt and its rollback.
    */
   waitTimeout?: number;
   /** Cancels the acquire: it rolls back whatever it set and rejects with `signal.reason`. */
@@ -211,7 +212,10 @@ export interface AttemptPolicy {
 export function checkAcquireOptions(options: AcquireOptions | undefined, settings: Settings): AttemptPolicy {
   if (options !== undefined && (typeof options !== 'object' || options === null)) throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
   const retries = checkRetries(options ?? {}, settings);
-  const budget = (retries.retryCount + 1) * (settings.nodeTimeout + retries.retryDelay + retries.retryJitter);
+  // Each attempt is one round (≤ nodeTimeout), then its rollback (≤ nodeTimeout) alongside the
+  // retry delay: without a waitTimeout, the retry count is what ends the acquire.
+  const cycle = settings.nodeTimeout + Math.max(settings.nodeTimeout, retries.retryDelay + retries.retryJitter);
+  const budget = (retries.retryCount + 1) * cycle;
   const waitTimeout = options?.waitTimeout === undefined ? budget : checkNumber('waitTimeout', options.waitTimeout, { min: 0, minExclusive: true, infinity: true });
   const signal = options?.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw argumentError(TypeError, 'signal', `must be an AbortSignal, got ${show(signal)}`);

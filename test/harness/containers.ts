@@ -77,11 +77,15 @@ class ContainerMaster implements Master {
     if (!container) return;
     this.container = undefined;
     this.#paused = false;
-    // An explicit SIGKILL: `stop` would send SIGTERM first on Docker, letting redis shut down cleanly.
-    // Podman accepts it on a paused container too, so the frozen server never runs again.
-    await (await handle(container)).kill({ signal: 'SIGKILL' }).catch((error: { statusCode?: number }) => {
-      if (error.statusCode !== 409 && error.statusCode !== 304) throw error; // already exited
-    });
+    // An explicit SIGKILL (exit code 137): `stop` would send SIGTERM first on Docker, letting redis shut
+    // down cleanly. On a paused container runc sends the signal before thawing, so it never runs again.
+    const docker = await handle(container);
+    try {
+      await docker.kill({ signal: 'SIGKILL' });
+    } catch (error) {
+      // It had already exited (crashed, or killed from outside): Docker answers 409, podman 500.
+      if ((await docker.inspect()).State.Running) throw error;
+    }
     await container.stop({ timeout: 0, remove: true }); // already dead: this just removes it
   }
 

@@ -55,7 +55,7 @@ async function timed<T>(label: string, action: () => Promise<T>): Promise<T> {
   return result;
 }
 
-describe.runIf(selected)('testcontainers backend', () => {
+describe('testcontainers backend', () => {
   let set: MasterSet;
   let clients: Redis[] = [];
 
