@@ -12,5 +12,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     globalSetup: ['test/harness/global-setup.ts'],
+    reporters: ['default', './test/harness/summary-reporter.ts'],
   },
 });
