@@ -2,12 +2,13 @@
  * A held lock: what it covers, how long it is guaranteed, and the means to extend and release it.
  * extend() renews this same handle (no new object to swap in); release() is idempotent.
  */
+import { inspect } from 'node:util';
 import { deadlineOf, driftMs } from './clock/index.js';
 import { LockExtendError } from './errors.js';
 import type { Member } from './member.js';
 import { checkTtl, type Settings } from './options.js';
-import { failureOutcome, lockSender } from './quorum/attempt.js';
-import { answeredCount, releaseOnAll } from './quorum/release.js';
+import { failureOutcome, isLocked, lockSender } from './quorum/attempt.js';
+import { answeredCount, releaseOn } from './quorum/release.js';
 import { runRound } from './quorum/round.js';
 import { quorumOf } from './quorum/tally.js';
 import { describeVotes, type MemberVote, type ReleaseAnswer } from './quorum/votes.js';
@@ -98,7 +99,7 @@ export class Lock implements AsyncDisposable {
     const round = await runRound({
       members,
       send: lockSender(this.resources, this.value, ttl, 'extend'),
-      yes: 'locked',
+      counts: isLocked,
       timeoutMs: settings.nodeTimeout,
       waitForAll: false,
       clock: settings.clock,
@@ -121,17 +122,27 @@ export class Lock implements AsyncDisposable {
   }
 
   /**
-   * Compare-and-delete on every member, each bounded by nodeTimeout. Never throws for members
-   * that are down; the result says which answered. Safe to call more than once.
+   * Compare-and-delete, sent to every member. Resolves as soon as a quorum confirmed (the others
+   * show as 'pending' and run it when they get to it), or after nodeTimeout. Never throws for
+   * members that are down; the result says what each answered. Safe to call more than once.
    */
   async release(): Promise<ReleaseResult> {
     const { members, settings } = this.#context;
     this.#released = true;
-    const round = await releaseOnAll(members, settings, this.resources, this.value);
+    const round = await releaseOn(members, settings, this.resources, this.value, 'quorum');
     const freed = answeredCount(round) >= quorumOf(members.length);
     const log = freed ? settings.logger.debug : settings.logger.warn;
     log.call(settings.logger, { resources: this.resources, votes: describeVotes(round.votes, 'released') }, freed ? 'lock released' : 'lock release not confirmed by a quorum; the keys expire by their TTL');
     return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
+  }
+
+  /** What JSON.stringify (and so a pino log line) shows of a lock: never the value. */
+  toJSON(): { resources: readonly string[]; remainingMs: number; released: boolean } {
+    return { resources: this.resources, remainingMs: this.remainingMs(), released: this.#released };
+  }
+
+  [inspect.custom](): string {
+    return `Lock ${inspect(this.toJSON())}`;
   }
 
   /** `await using lock = await redlock.acquire(...)` releases at the end of the block. */

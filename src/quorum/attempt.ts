@@ -7,7 +7,7 @@ import { deadlineOf, driftMs } from '../clock/index.js';
 import type { AttemptOutcome } from '../errors.js';
 import type { Member } from '../member.js';
 import type { Settings } from '../options.js';
-import { releaseOnAll } from './release.js';
+import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
 import type { LockAnswer, MemberVote } from './votes.js';
 
@@ -35,6 +35,8 @@ export function lockSender(resources: readonly string[], value: string, ttl: num
   return (member: Member): Promise<LockAnswer> => member[script](resources, value, ttl).then((done) => (done === 1 ? 'locked' : 'taken'));
 }
 
+export const isLocked = (answer: LockAnswer): boolean => answer === 'locked';
+
 export function failureOutcome(won: boolean, votes: readonly MemberVote[]): AttemptOutcome {
   if (won) return 'expired';
   return votes.some((vote) => vote.vote === 'taken') ? 'taken' : 'unavailable';
@@ -52,10 +54,10 @@ export async function attemptLock(
   const value = newLockValue();
   let round: RoundResult<LockAnswer>;
   try {
-    round = await runRound({ members, send: lockSender(resources, value, ttl, 'acquire'), yes: 'locked', timeoutMs, waitForAll: false, clock, signal });
+    round = await runRound({ members, send: lockSender(resources, value, ttl, 'acquire'), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.
-    await releaseOnAll(members, settings, resources, value);
+    await rollback(members, settings, resources, value, undefined);
     throw abortReason;
   }
   // Read the clock again now, not at the decision: a lock is never handed out once its validity
@@ -63,5 +65,5 @@ export async function attemptLock(
   const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
   const validityMs = deadline - clock.now();
   if (round.won && validityMs > 0) return { won: true, value, round, deadline };
-  return { won: false, outcome: failureOutcome(round.won, round.votes), round, validityMs, rollback: releaseOnAll(members, settings, resources, value) };
+  return { won: false, outcome: failureOutcome(round.won, round.votes), round, validityMs, rollback: rollback(members, settings, resources, value, round.votes) };
 }

@@ -11,25 +11,51 @@
 import type { Settings } from '../options.js';
 import type { Member } from '../member.js';
 import { runRound, type RoundResult } from './round.js';
-import type { ReleaseAnswer } from './votes.js';
+import type { MemberVote, ReleaseAnswer } from './votes.js';
 
-export function releaseOnAll(
+const answered = (vote: string) => vote === 'released' || vote === 'absent';
+
+/**
+ * Release on `members`. With `settle: 'quorum'` it resolves once a quorum of them confirmed our
+ * keys are gone (deleted now, or never set / expired): from then on nobody can count on the lock,
+ * and the rest run the release when they get to it. With 'all' it hears from each, up to nodeTimeout.
+ */
+export function releaseOn(
   members: readonly Member[],
   settings: Pick<Settings, 'nodeTimeout' | 'clock'>,
   resources: readonly string[],
   value: string,
+  settle: 'quorum' | 'all',
 ): Promise<RoundResult<ReleaseAnswer>> {
   return runRound<ReleaseAnswer>({
     members,
     send: (member) => member.release(resources, value).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
-    yes: 'released',
+    counts: answered,
     timeoutMs: settings.nodeTimeout,
-    waitForAll: true,
+    waitForAll: settle === 'all',
     clock: settings.clock,
   });
 }
 
-/** Members that answered a release: our keys are gone there, deleted now or never (still) set. */
+/**
+ * The rollback after a failed or aborted attempt: sent to every member, awaited only from those
+ * that answered the attempt. A member that was silent (timed out, failed) would only be silent
+ * again; its release is queued behind the SET it may still run, and waiting for it would double
+ * the time to fail when a majority is down.
+ */
+export function rollback(
+  members: readonly Member[],
+  settings: Pick<Settings, 'nodeTimeout' | 'clock'>,
+  resources: readonly string[],
+  value: string,
+  votes: readonly MemberVote<string>[] | undefined,
+): Promise<unknown> {
+  const silent = (index: number) => votes !== undefined && (votes[index]!.vote === 'timeout' || votes[index]!.vote === 'error');
+  void releaseOn(members.filter((_, index) => silent(index)), settings, resources, value, 'all');
+  return releaseOn(members.filter((_, index) => !silent(index)), settings, resources, value, 'all');
+}
+
+/** Members that confirmed a release. */
 export function answeredCount(round: RoundResult<ReleaseAnswer>): number {
-  return round.votes.filter((vote) => vote.vote === 'released' || vote.vote === 'absent').length;
+  return round.votes.filter((vote) => answered(vote.vote)).length;
 }

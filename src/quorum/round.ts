@@ -16,12 +16,12 @@ import type { MemberVote } from './votes.js';
 export interface RoundSpec<Answer extends string> {
   members: readonly Member[];
   send(member: Member): Promise<Answer>;
-  /** The answer that counts toward quorum. */
-  yes: Answer;
+  /** Whether an answer counts toward quorum. */
+  counts(answer: Answer): boolean;
   timeoutMs: number;
   /**
-   * false (acquire, extend): settle the moment the outcome is known, without waiting for
-   * stragglers. true (release): hear from every member, up to the deadline.
+   * false: settle the moment the outcome is known (quorum reached, or out of reach), without
+   * waiting for stragglers. true: hear from every member, up to the deadline.
    */
   waitForAll: boolean;
   clock: Clock;
@@ -58,11 +58,12 @@ export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): 
     const record = (index: number, vote: MemberVote<Answer>) => {
       if (closed) return; // a straggler after the decision changes nothing
       votes[index] = vote;
-      if (vote.vote === spec.yes) yesCount++;
+      if (vote.vote !== 'error' && spec.counts(vote.vote as Answer)) yesCount++;
       else noCount++;
       const settled = spec.waitForAll ? yesCount + noCount === members.length : decide(yesCount, noCount, members.length) !== 'open';
       if (settled) resolve(snapshot('pending'));
     };
+    if (members.length === 0) resolve(snapshot('pending'));
     members.forEach((member, index) => {
       let sent: Promise<Answer>;
       try {

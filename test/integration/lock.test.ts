@@ -47,7 +47,9 @@ describe('acquire', () => {
 
     const released = await lock.release();
     expect(released.freed).toBe(true);
-    expect(released.votes.map((vote) => vote.vote)).toEqual(Array(5).fill('released'));
+    // Settled on the quorum: the first three confirmed; the rest were sent it too.
+    expect(released.votes.filter((vote) => vote.vote === 'released').length).toBeGreaterThanOrEqual(3);
+    expect(released.votes.every((vote) => vote.vote === 'released' || vote.vote === 'pending')).toBe(true);
     expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
     expect(lock.remainingMs()).toBe(0);
     expect(lock.held).toBe(false);
@@ -117,10 +119,10 @@ describe('acquire', () => {
     expect(lock.votes[0]!.vote).toBe('pending');
     expect(lock.votes[3]!.vote).toBe('pending');
     expect(lock.votes.filter((vote) => vote.vote === 'locked')).toHaveLength(3);
-    // Release while they are still paused: it reports them and does not throw.
+    // Release while they are still paused: it settles on the quorum, reports them, and does not throw.
     const released = await lock.release();
     expect(released.freed).toBe(true);
-    expect(released.votes.map((vote) => vote.vote)).toEqual(['timeout', 'released', 'released', 'timeout', 'released']);
+    expect(released.votes.map((vote) => vote.vote)).toEqual(['pending', 'released', 'released', 'pending', 'released']);
     // Once resumed, the paused members run the queued SET and then the queued release.
     await servers.resumeAll();
     expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
@@ -221,7 +223,8 @@ describe('extend and release', () => {
     expect(extendError).toBeInstanceOf(LockExtendError);
     expect(extendError).toMatchObject({ reason: 'lost' });
     const released = await impostor.release();
-    expect(released.votes.map((vote) => vote.vote)).toEqual(Array(5).fill('absent'));
+    expect(released.votes.filter((vote) => vote.vote === 'absent').length).toBeGreaterThanOrEqual(3);
+    expect(released.votes.some((vote) => vote.vote === 'released')).toBe(false);
     expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(lock.value));
 
     await lock.release();
@@ -244,7 +247,9 @@ describe('extend and release', () => {
     await lock.release();
     await expect(lock.extend(5_000)).rejects.toMatchObject({ reason: 'released' });
     // Release is idempotent.
-    expect((await lock.release()).votes.map((vote) => vote.vote)).toEqual(Array(5).fill('absent'));
+    const again = await lock.release();
+    expect(again.freed).toBe(true);
+    expect(again.votes.some((vote) => vote.vote === 'released')).toBe(false);
   });
 
   it('extend fails with "lost" when a majority no longer holds the value, and "expired" once validity is gone', async () => {
@@ -305,5 +310,33 @@ describe('extend and release', () => {
     } finally {
       for (const c of prefixed) c.disconnect();
     }
+  });
+});
+
+describe('the lock value stays secret', () => {
+  it('is absent from JSON (what pino logs) and from util.inspect', async () => {
+    const { inspect } = await import('node:util');
+    const redlock = new Redlock(servers.clients);
+    const lock = await redlock.acquire(fresh('secret'), 10_000);
+    const json = JSON.stringify({ lock });
+    expect(json).not.toContain(lock.value);
+    expect(JSON.parse(json).lock.resources).toEqual(lock.resources);
+    expect(inspect(lock)).not.toContain(lock.value);
+    await lock.release();
+  });
+
+  it('is never passed to the logger', async () => {
+    const lines: string[] = [];
+    const record = (object: object, message: string) => lines.push(JSON.stringify(object) + message);
+    const logger = { debug: record, info: record, warn: record, error: record };
+    const redlock = new Redlock(servers.clients, { logger, retryCount: 1, retryDelay: 10 });
+    const resource = fresh('logged');
+    const lock = await redlock.acquire(resource, 10_000);
+    await redlock.acquire(resource, 10_000).catch(() => undefined);
+    await Promise.all(servers.clients.slice(0, 3).map((c) => c.del(resource)));
+    await lock.extend(10_000).catch(() => undefined);
+    await lock.release();
+    expect(lines.length).toBeGreaterThan(3);
+    for (const line of lines) expect(line).not.toContain(lock.value);
   });
 });
