@@ -84,7 +84,8 @@ function argumentError(Kind: typeof TypeError | typeof RangeError, parameter: st
 function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
-  return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+  if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /** A finite (or, where allowed, infinite) number >= `min`. */
@@ -143,9 +144,8 @@ export function checkSettings(options: RedlockOptions = {}): Settings {
 }
 
 export function checkMembers(members: unknown): Redis[] {
-  if (!Array.isArray(members) || members.length === 0) {
-    throw argumentError(TypeError, 'members', `must be a non-empty array of ioredis clients, got ${Array.isArray(members) ? 'an empty array' : show(members)}`);
-  }
+  if (!Array.isArray(members)) throw argumentError(TypeError, 'members', `must be a non-empty array of ioredis clients, got ${show(members)}`);
+  if (members.length === 0) throw argumentError(RangeError, 'members', 'must be a non-empty array of ioredis clients, got an empty array');
   const seen = new Map<string, number>();
   members.forEach((client: unknown, index) => {
     if (typeof client !== 'object' || client === null || typeof (client as Redis).defineCommand !== 'function') {
@@ -162,10 +162,10 @@ export function checkMembers(members: unknown): Redis[] {
 }
 
 export function checkResources(resources: unknown): string[] {
+  if (resources === '') throw argumentError(TypeError, 'resources', 'must be a non-empty string or a non-empty array of strings, got ""');
   const list = typeof resources === 'string' ? [resources] : resources;
-  if (!Array.isArray(list) || list.length === 0) {
-    throw argumentError(TypeError, 'resources', `must be a non-empty string or a non-empty array of strings, got ${Array.isArray(list) ? 'an empty array' : show(list)}`);
-  }
+  if (!Array.isArray(list)) throw argumentError(TypeError, 'resources', `must be a non-empty string or a non-empty array of strings, got ${show(list)}`);
+  if (list.length === 0) throw argumentError(RangeError, 'resources', 'must be a non-empty string or a non-empty array of strings, got an empty array');
   const seen = new Set<string>();
   list.forEach((name: unknown, index) => {
     if (typeof name !== 'string' || name.length === 0) {
@@ -209,8 +209,12 @@ export interface AttemptPolicy {
   signal: AbortSignal | undefined;
 }
 
-export function checkAcquireOptions(options: AcquireOptions | undefined, settings: Settings): AttemptPolicy {
+export function checkOptionsObject(options: unknown): void {
   if (options !== undefined && (typeof options !== 'object' || options === null)) throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
+}
+
+export function checkAcquireOptions(options: AcquireOptions | undefined, settings: Settings): AttemptPolicy {
+  checkOptionsObject(options);
   const retries = checkRetries(options ?? {}, settings);
   // Each attempt is one round (≤ nodeTimeout), then its rollback (≤ nodeTimeout) alongside the
   // retry delay: without a waitTimeout, the retry count is what ends the acquire.

@@ -7,7 +7,7 @@ import { acquireWithRetries, type Won } from './attempts.js';
 import { LockAcquireError } from './errors.js';
 import { Lock, type LockContext } from './lock.js';
 import { Member } from './member.js';
-import { type AcquireOptions, checkAcquireOptions, checkMembers, checkResources, checkSettings, checkTtl, type RedlockOptions, type Settings } from './options.js';
+import { type AcquireOptions, checkAcquireOptions, checkMembers, checkOptionsObject, checkResources, checkSettings, checkTtl, type RedlockOptions, type Settings } from './options.js';
 import { quorumOf } from './quorum/tally.js';
 
 export class Redlock implements LockContext {
@@ -49,6 +49,7 @@ export class Redlock implements LockContext {
   async tryAcquire(resources: string | readonly string[], ttl: number, options: Pick<AcquireOptions, 'signal'> = {}): Promise<Lock | null> {
     const names = checkResources(resources);
     checkTtl(ttl, this.settings);
+    checkOptionsObject(options);
     const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
     try {
       return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy));

@@ -14,6 +14,11 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
 
+/** Negative and NaN sleeps are no sleep, on every clock alike. */
+function sleepMs(ms: number): number {
+  return ms > 0 ? ms : 0;
+}
+
 /** performance.now(): monotonic, sub-millisecond, unaffected by wall-clock changes. */
 export const systemClock: Clock = {
   now: () => performance.now(),
@@ -27,7 +32,7 @@ export const systemClock: Clock = {
       const timer = setTimeout(() => {
         signal?.removeEventListener('abort', onAbort);
         resolve();
-      }, Math.max(0, ms));
+      }, sleepMs(ms));
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   },
@@ -55,7 +60,7 @@ export class ManualClock implements Clock {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
       const sleeper: Sleeper = {
-        wakeAt: this.#now + Math.max(0, ms),
+        wakeAt: this.#now + sleepMs(ms),
         resolve: () => {
           signal?.removeEventListener('abort', onAbort);
           resolve();

@@ -9,7 +9,8 @@
  * never comes out smaller than the formula.
  */
 export function driftMs(ttlMs: number, driftFactor: number): number {
-  return Math.ceil(ttlMs * driftFactor) + 2;
+  // The epsilon keeps float noise (700 × 0.07 = 49.00000000000001) from rounding up a whole ms.
+  return Math.ceil(ttlMs * driftFactor - 1e-9) + 2;
 }
 
 /**

@@ -250,3 +250,19 @@ describe('systemClock', () => {
     expect(systemClock.now() - before).toBeLessThan(5_000);
   });
 });
+
+describe('edge cases found in review', () => {
+  it('driftMs does not round float noise up a whole millisecond', () => {
+    expect(700 * 0.07).toBeGreaterThan(49); // 49.00000000000001 in floating point
+    expect(driftMs(700, 0.07)).toBe(51);
+    expect(driftMs(10_001, 0.01)).toBe(103); // a real fraction (100.01) still rounds up
+  });
+
+  it('ManualClock.sleep(NaN) is no sleep: it wakes on the next advance', async () => {
+    const clock = new ManualClock();
+    const woke = clock.sleep(Number.NaN).then(() => 'woke');
+    expect(clock.sleepers).toBe(1);
+    clock.advance(0);
+    await expect(woke).resolves.toBe('woke');
+  });
+});

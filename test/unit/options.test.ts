@@ -138,7 +138,7 @@ describe('members (checkMembers)', () => {
   it.each<BadRow>([
     { label: 'not an array: one client', run: () => checkMembers(a), kind: TypeError, parameter: 'members', says: [clients] },
     { label: 'not an array: undefined', run: () => checkMembers(undefined), kind: TypeError, parameter: 'members', says: [clients, 'got undefined'] },
-    { label: 'an empty array', run: () => checkMembers([]), kind: TypeError, parameter: 'members', says: [clients, 'got an empty array'] },
+    { label: 'an empty array', run: () => checkMembers([]), kind: RangeError, parameter: 'members', says: [clients, 'got an empty array'] },
     { label: 'a non-client object', run: () => checkMembers([{ host: '127.0.0.1', port: 6379 }]), kind: TypeError, parameter: 'members[0]', says: ['must be an ioredis client'] },
     { label: 'a string among clients', run: () => checkMembers([a, 'redis://127.0.0.1:7009']), kind: TypeError, parameter: 'members[1]', says: ['must be an ioredis client', 'got "redis://127.0.0.1:7009"'] },
     { label: 'null among clients', run: () => checkMembers([a, b, null]), kind: TypeError, parameter: 'members[2]', says: ['must be an ioredis client', 'got null'] },
@@ -187,15 +187,14 @@ describe('resources (checkResources)', () => {
   const nonEmpty = 'must be a non-empty string or a non-empty array of strings';
   it.each<BadRow>([
     { label: 'undefined', run: () => checkResources(undefined), kind: TypeError, parameter: 'resources', says: [nonEmpty, 'got undefined'] },
-    { label: '[]', run: () => checkResources([]), kind: TypeError, parameter: 'resources', says: [nonEmpty, 'got an empty array'] },
+    { label: '[]', run: () => checkResources([]), kind: RangeError, parameter: 'resources', says: [nonEmpty, 'got an empty array'] },
     { label: 'a number', run: () => checkResources(42), kind: TypeError, parameter: 'resources', says: [nonEmpty, 'got 42'] },
     { label: "['']", run: () => checkResources(['']), kind: TypeError, parameter: 'resources[0]', says: ['must be a non-empty string', 'got ""'] },
     { label: '[1]', run: () => checkResources([1]), kind: TypeError, parameter: 'resources[0]', says: ['must be a non-empty string', 'got 1'] },
     { label: "['a', null]", run: () => checkResources(['a', null]), kind: TypeError, parameter: 'resources[1]', says: ['must be a non-empty string', 'got null'] },
     { label: "['a', 'a']", run: () => checkResources(['a', 'a']), kind: RangeError, parameter: 'resources[1]', says: ['repeats "a"', 'each resource may appear once'] },
     { label: "['a', 'b', 'a']", run: () => checkResources(['a', 'b', 'a']), kind: RangeError, parameter: 'resources[2]', says: ['repeats "a"'] },
-    // A single string is checked as a one-element list, so it is reported as resources[0].
-    { label: "''", run: () => checkResources(''), kind: TypeError, parameter: 'resources[0]', says: ['must be a non-empty string', 'got ""'] },
+    { label: "''", run: () => checkResources(''), kind: TypeError, parameter: 'resources', says: ['must be a non-empty string', 'got ""'] },
   ])('$label', (row) => {
     expectRejected(row);
   });
