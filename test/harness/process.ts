@@ -19,9 +19,18 @@ export const INSTALL_HINT =
   'or set QUORUMLOCK_REDIS_SERVER to the path of a redis-server binary.';
 
 const live = new Set<ChildProcess>();
-process.once('exit', () => {
+const killAll = () => {
   for (const child of live) child.kill('SIGKILL');
-});
+};
+process.once('exit', killAll);
+// 'exit' does not run when a signal ends the process: kill the servers, then die of the same
+// signal as we would have without this handler.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    killAll();
+    process.kill(process.pid, signal);
+  });
+}
 
 /** A port that was free a moment ago; the caller retries if redis-server loses the race for it. */
 export function freePort(): Promise<number> {
