@@ -5,11 +5,29 @@
 import type { Redis } from 'ioredis';
 import { registerScripts, type ScriptCommands } from './lua/scripts.js';
 
-/** host:port/db (or socket/db): how votes, logs and duplicate checks name a member. */
+interface ClientShape {
+  options?: { host?: string; port?: number; path?: string; db?: number; name?: string; sentinels?: { host?: string; port?: number }[] | null };
+  startupNodes?: (string | number | { host?: string; port?: number })[];
+}
+
+const address = (node: { host?: string; port?: number }) => `${node.host ?? 'localhost'}:${node.port ?? 6379}`;
+
+/**
+ * How votes, logs and duplicate checks name a member: host:port/db, socket/db,
+ * sentinel:name@sentinels/db for a Sentinel-managed group, cluster:nodes for a Cluster.
+ */
 export function memberId(client: Redis): string {
-  const options = (client as { options?: { host?: string; port?: number; path?: string; db?: number } }).options ?? {};
-  const address = options.path ? options.path : `${options.host ?? 'localhost'}:${options.port ?? 6379}`;
-  return `${address}/${options.db ?? 0}`;
+  const shape = client as unknown as ClientShape;
+  if (Array.isArray(shape.startupNodes)) {
+    const nodes = shape.startupNodes.map((node) => (typeof node === 'object' ? address(node) : String(node)));
+    return `cluster:${nodes.sort().join(',')}`;
+  }
+  const options = shape.options ?? {};
+  const db = options.db ?? 0;
+  if (options.sentinels && options.sentinels.length > 0) {
+    return `sentinel:${options.name ?? 'mymaster'}@${options.sentinels.map(address).sort().join(',')}/${db}`;
+  }
+  return `${options.path ? options.path : address(options)}/${db}`;
 }
 
 export class Member {

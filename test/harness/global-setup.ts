@@ -1,9 +1,9 @@
 /** Fails the run at once, with install instructions, when redis-server is missing. */
 import { spawnSync } from 'node:child_process';
-import { INSTALL_HINT, REDIS_SERVER } from './process.js';
+import { INSTALL_HINT, redisServerBinary } from './process.js';
 
 export default function checkRedisServer(): void {
   if ((process.env.QUORUMLOCK_TEST_BACKEND ?? 'process') !== 'process') return;
-  const probe = spawnSync(REDIS_SERVER, ['--version'], { encoding: 'utf8' });
+  const probe = spawnSync(redisServerBinary(), ['--version'], { encoding: 'utf8' });
   if (probe.error || probe.status !== 0) throw new Error(INSTALL_HINT);
 }

@@ -9,7 +9,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import type { Backend, Master, MasterSet, StartOptions } from './types.js';
 
-export const REDIS_SERVER = process.env.QUORUMLOCK_REDIS_SERVER ?? 'redis-server';
+/** The binary to run: QUORUMLOCK_REDIS_SERVER, or redis-server from PATH. Read at each start. */
+export const redisServerBinary = (): string => process.env.QUORUMLOCK_REDIS_SERVER ?? 'redis-server';
 
 export const INSTALL_HINT =
   'redis-server was not found on PATH. Install it with one of:\n' +
@@ -48,7 +49,7 @@ export function freePort(): Promise<number> {
 function spawnServer(port: number, options: StartOptions): Promise<ChildProcess> {
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...(options.args ?? [])];
   return new Promise((resolve, reject) => {
-    const child = spawn(REDIS_SERVER, args, {
+    const child = spawn(redisServerBinary(), args, {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...options.env },
     });

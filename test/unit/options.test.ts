@@ -7,6 +7,7 @@
 import Redis from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
+import { memberId } from '../../src/member.js';
 import { retryDelayMs } from '../../src/attempts.js';
 import {
   type ArgumentError,
@@ -357,6 +358,25 @@ describe('retryDelayMs: retryDelay ± retryJitter, never negative', () => {
       const delay = retryDelayMs({ retryDelay: 200, retryJitter: 100 });
       expect(delay).toBeGreaterThanOrEqual(100);
       expect(delay).toBeLessThanOrEqual(300);
+    }
+  });
+});
+
+describe('member identity for Cluster and Sentinel clients', () => {
+  it('names them by their seed nodes, so different groups are not duplicates and the same group is', async () => {
+    const { Cluster, Redis } = await import('ioredis');
+    const clusterA = new Cluster([{ host: '10.0.0.1', port: 7000 }], { lazyConnect: true });
+    const clusterB = new Cluster([{ host: '10.0.0.2', port: 7000 }], { lazyConnect: true });
+    const sentinelA = new Redis({ sentinels: [{ host: '10.0.1.1', port: 26379 }], name: 'a', lazyConnect: true });
+    const sentinelB = new Redis({ sentinels: [{ host: '10.0.1.1', port: 26379 }], name: 'b', lazyConnect: true });
+    const sentinelA2 = new Redis({ sentinels: [{ host: '10.0.1.1', port: 26379 }], name: 'a', lazyConnect: true });
+    try {
+      expect(memberId(clusterA as never)).toBe('cluster:10.0.0.1:7000');
+      expect(memberId(sentinelA)).toBe('sentinel:a@10.0.1.1:26379/0');
+      expect(() => checkMembers([clusterA, clusterB, sentinelA, sentinelB])).not.toThrow();
+      expect(() => checkMembers([sentinelA, sentinelB, sentinelA2])).toThrow(/members\[2\] is the same server as members\[0\]/);
+    } finally {
+      for (const client of [clusterA, clusterB, sentinelA, sentinelB, sentinelA2]) client.disconnect();
     }
   });
 });
