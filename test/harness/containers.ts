@@ -11,7 +11,7 @@
  * dies before that, clean up with: podman rm -f $(podman ps -aq --filter label=quorumlock.harness)
  */
 import { GenericContainer, Wait, getContainerRuntimeClient, type StartedTestContainer } from 'testcontainers';
-import { freePort } from './process.js';
+import { onFreePort, startSet } from './common.js';
 import type { Backend, Master, MasterSet, StartOptions } from './types.js';
 
 export const REDIS_IMAGE = process.env.QUORUMLOCK_REDIS_IMAGE ?? 'quorumlock-redis:local';
@@ -34,19 +34,6 @@ function startContainer(port: number, options: StartOptions): Promise<StartedTes
       .withStartupTimeout(30_000)
       .start()
   );
-}
-
-async function startOnFreePort(options: StartOptions): Promise<{ port: number; container: StartedTestContainer }> {
-  let lastError: unknown;
-  for (let tries = 0; tries < 5; tries++) {
-    const port = await freePort();
-    try {
-      return { port, container: await startContainer(port, options) };
-    } catch (error) {
-      lastError = error; // most likely the port was taken between freePort() and bind
-    }
-  }
-  throw new Error(`${SETUP_HINT}\nLast error: ${String(lastError)}`, { cause: lastError });
 }
 
 /** The raw dockerode handle: testcontainers itself has no kill/pause. */
@@ -114,21 +101,14 @@ class ContainerMaster implements Master {
 
 export const containerBackend: Backend = {
   name: 'testcontainers',
-  async start(count: number, options: StartOptions = {}): Promise<MasterSet> {
-    const results = await Promise.allSettled(Array.from({ length: count }, () => startOnFreePort(options)));
-    const started = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
-    const masters = started.map(({ port, container }) => new ContainerMaster(port, container, options));
-    const failed = results.find((result): result is PromiseRejectedResult => result.status === 'rejected');
-    if (failed) {
-      // Without a reaper nobody else would remove the ones that did start.
-      await Promise.allSettled(masters.map((master) => master.stop()));
-      throw failed.reason;
-    }
-    return {
-      masters,
-      async stop() {
-        await Promise.all(masters.map((master) => master.stop()));
-      },
-    };
+  start(count: number, options: StartOptions = {}): Promise<MasterSet> {
+    return startSet(count, async () => {
+      try {
+        const { port, started } = await onFreePort((port) => startContainer(port, options));
+        return new ContainerMaster(port, started, options);
+      } catch (error) {
+        throw new Error(`${SETUP_HINT}\nLast error: ${String(error)}`, { cause: error });
+      }
+    });
   },
 };

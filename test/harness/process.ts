@@ -6,8 +6,10 @@
  * exits is SIGKILLed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { onFreePort, startSet } from './common.js';
 import type { Backend, Master, MasterSet, StartOptions } from './types.js';
+
+export { freePort } from './common.js';
 
 /** The binary to run: QUORUMLOCK_REDIS_SERVER, or redis-server from PATH. Read at each start. */
 export const redisServerBinary = (): string => process.env.QUORUMLOCK_REDIS_SERVER ?? 'redis-server';
@@ -30,19 +32,6 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   process.once(signal, () => {
     killAll();
     process.kill(process.pid, signal);
-  });
-}
-
-/** A port that was free a moment ago; the caller retries if redis-server loses the race for it. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
   });
 }
 
@@ -74,20 +63,6 @@ function spawnServer(port: number, options: StartOptions): Promise<ChildProcess>
       if (!ready) reject(new Error(`redis-server on port ${port} exited before it was ready (code ${code}, signal ${signal}):\n${output}`));
     });
   });
-}
-
-async function spawnOnFreePort(options: StartOptions): Promise<{ port: number; child: ChildProcess }> {
-  let lastError: unknown;
-  for (let tries = 0; tries < 5; tries++) {
-    const port = await freePort();
-    try {
-      return { port, child: await spawnServer(port, options) };
-    } catch (error) {
-      if (error instanceof Error && error.message === INSTALL_HINT) throw error;
-      lastError = error; // most likely the port was taken between freePort() and bind
-    }
-  }
-  throw lastError;
 }
 
 function waitForExit(child: ChildProcess): Promise<void> {
@@ -150,14 +125,13 @@ class ProcessMaster implements Master {
 
 export const processBackend: Backend = {
   name: 'process',
-  async start(count: number, options: StartOptions = {}): Promise<MasterSet> {
-    const started = await Promise.all(Array.from({ length: count }, () => spawnOnFreePort(options)));
-    const masters = started.map(({ port, child }) => new ProcessMaster(port, child, options));
-    return {
-      masters,
-      async stop() {
-        await Promise.all(masters.map((master) => master.stop()));
-      },
-    };
+  start(count: number, options: StartOptions = {}): Promise<MasterSet> {
+    return startSet(count, async () => {
+      const { port, started } = await onFreePort(
+        (port) => spawnServer(port, options),
+        (error) => error instanceof Error && error.message === INSTALL_HINT,
+      );
+      return new ProcessMaster(port, started, options);
+    });
   },
 };
