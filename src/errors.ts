@@ -73,3 +73,21 @@ export class LockExtendError extends Error {
     super(`could not extend the lock on ${resourceList(resources)} (${reason})${detail}`);
   }
 }
+
+/**
+ * The lock is no longer guaranteed: its validity ran out before an extension succeeded, or an
+ * extension failed. It is the reason of `lock.signal` and of using()'s signal.
+ */
+export class LockLostError extends Error {
+  override readonly name = 'LockLostError';
+
+  constructor(
+    readonly resources: readonly string[],
+    /** 'expired': validity reached zero; 'extension failed': an extension did not reach quorum (see `cause`). */
+    readonly reason: 'expired' | 'extension failed',
+    options?: { cause?: unknown },
+  ) {
+    const detail = reason === 'expired' ? 'its validity ran out' : `an extension failed${options?.cause instanceof Error ? `: ${options.cause.message}` : ''}`;
+    super(`lost the lock on ${resourceList(resources)}: ${detail}`, options);
+  }
+}

@@ -4,7 +4,7 @@
  */
 import { inspect } from 'node:util';
 import { deadlineOf, driftMs } from './clock/index.js';
-import { LockExtendError } from './errors.js';
+import { LockExtendError, LockLostError } from './errors.js';
 import type { Member } from './member.js';
 import { checkTtl, type Settings } from './options.js';
 import { failureOutcome, isLocked, lockSender } from './quorum/attempt.js';
@@ -38,6 +38,10 @@ export class Lock implements AsyncDisposable {
   #votes: readonly MemberVote[];
   #released = false;
   #extending: Promise<unknown> = Promise.resolve();
+  /** Created on first use of `signal`, so locks nobody watches cost no timer. */
+  #controller: AbortController | undefined;
+  #expiryTimer: NodeJS.Timeout | undefined;
+  #lost: LockLostError | undefined;
 
   constructor(context: LockContext, resources: readonly string[], value: string, deadline: number, votes: readonly MemberVote[]) {
     this.#context = context;
@@ -72,6 +76,39 @@ export class Lock implements AsyncDisposable {
   }
 
   /**
+   * Aborted, with a LockLostError as reason, the moment the lock's validity runs out (a timer set
+   * to the deadline, re-armed by every extension) or an extension fails. Never aborted by
+   * release(). Pass it to the work the lock protects.
+   */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#lost) this.#controller.abort(this.#lost);
+      else this.#armExpiry();
+    }
+    return this.#controller.signal;
+  }
+
+  #armExpiry(): void {
+    clearTimeout(this.#expiryTimer);
+    if (!this.#controller || this.#released || this.#lost) return;
+    const remaining = this.remainingMs();
+    if (remaining <= 0) return this.#lose(new LockLostError(this.resources, 'expired'));
+    // Unref'd: a lock nobody works under must not keep the process alive. Re-checked when it
+    // fires, since an extension may have moved the deadline meanwhile.
+    this.#expiryTimer = setTimeout(() => this.#armExpiry(), remaining);
+    this.#expiryTimer.unref();
+  }
+
+  #lose(error: LockLostError): void {
+    if (this.#released || this.#lost) return;
+    this.#lost = error;
+    clearTimeout(this.#expiryTimer);
+    this.#context.settings.logger.warn({ resources: this.resources, reason: error.reason, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'lock lost');
+    this.#controller?.abort(error);
+  }
+
+  /**
    * Sets the keys' expiry to `ttl` ms on every member that still holds our value. Succeeds only
    * with a quorum and positive validity, which is then recomputed from this round's start.
    * Extends are serialized: concurrent calls run one after another. Throws LockExtendError; the
@@ -95,6 +132,9 @@ export class Lock implements AsyncDisposable {
     // The doc's rule: re-acquire only within the validity time. Past it, another owner may
     // already hold the resource, and extending would hide that gap from the caller.
     if (this.remainingMs() <= 0) throw new LockExtendError(this.resources, 'expired', [], 0);
+    // Once lost, always lost: the work under it was told to stop, and a later success would not
+    // undo that.
+    if (this.#lost) throw new LockExtendError(this.resources, 'lost', [], 0);
 
     const round = await runRound({
       members,
@@ -109,16 +149,19 @@ export class Lock implements AsyncDisposable {
     // when it ran the script has held it without a gap (our value is never set twice), so a
     // quorum of 'locked' votes means no other owner could have had a quorum meanwhile.
     const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
-    if (round.won && deadline > settings.clock.now()) {
+    if (round.won && deadline > settings.clock.now() && !this.#lost) {
       this.#deadline = deadline;
       this.#votes = round.votes;
+      this.#armExpiry();
       settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
       return this;
     }
     const outcome = failureOutcome(round.won, round.votes);
     const reason = outcome === 'expired' ? 'late' : outcome === 'taken' ? 'lost' : 'unavailable';
     settings.logger.warn({ resources: this.resources, reason, votes: describeVotes(round.votes) }, 'lock extension failed');
-    throw new LockExtendError(this.resources, reason, round.votes, round.elapsedMs);
+    const error = new LockExtendError(this.resources, reason, round.votes, round.elapsedMs);
+    this.#lose(new LockLostError(this.resources, 'extension failed', { cause: error }));
+    throw error;
   }
 
   /**
@@ -129,6 +172,7 @@ export class Lock implements AsyncDisposable {
   async release(): Promise<ReleaseResult> {
     const { members, settings } = this.#context;
     this.#released = true;
+    clearTimeout(this.#expiryTimer);
     const round = await releaseOn(members, settings, this.resources, this.value, 'quorum');
     const freed = answeredCount(round) >= quorumOf(members.length);
     const log = freed ? settings.logger.debug : settings.logger.warn;

@@ -225,3 +225,27 @@ export function checkAcquireOptions(options: AcquireOptions | undefined, setting
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw argumentError(TypeError, 'signal', `must be an AbortSignal, got ${show(signal)}`);
   return { ...retries, waitTimeout, signal };
 }
+
+export interface UsingOptions extends AcquireOptions {
+  /**
+   * Extend when the remaining validity drops to this many ms. Default: a third of the ttl. Must
+   * leave room for one extension round: more than nodeTimeout, less than ttl − drift − nodeTimeout.
+   */
+  extendThreshold?: number;
+}
+
+export function checkExtendThreshold(value: unknown, ttl: number, settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'>): number {
+  const { nodeTimeout } = settings;
+  const upper = ttl - driftMs(ttl, settings.driftFactor) - nodeTimeout;
+  const range = `more than nodeTimeout (${nodeTimeout} ms) and less than ttl − drift − nodeTimeout (${upper} ms)`;
+  if (value === undefined) {
+    const threshold = ttl / 3;
+    if (threshold <= nodeTimeout || threshold >= upper) {
+      throw argumentError(RangeError, 'ttl', `is too short for auto-extension with the default extendThreshold (ttl / 3 = ${threshold} ms must be ${range}): use a ttl above ${3 * nodeTimeout} ms or set extendThreshold, got ${ttl}`);
+    }
+    return threshold;
+  }
+  const threshold = checkNumber('extendThreshold', value, { min: 0, minExclusive: true });
+  if (threshold <= nodeTimeout || threshold >= upper) throw argumentError(RangeError, 'extendThreshold', `must be ${range}, got ${show(value)}`);
+  return threshold;
+}

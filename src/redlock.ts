@@ -7,7 +7,20 @@ import { acquireWithRetries, type Won } from './attempts.js';
 import { LockAcquireError } from './errors.js';
 import { Lock, type LockContext } from './lock.js';
 import { Member } from './member.js';
-import { type AcquireOptions, checkAcquireOptions, checkMembers, checkOptionsObject, checkResources, checkSettings, checkTtl, type RedlockOptions, type Settings } from './options.js';
+import {
+  type AcquireOptions,
+  checkAcquireOptions,
+  checkExtendThreshold,
+  checkMembers,
+  checkOptionsObject,
+  checkResources,
+  checkSettings,
+  checkTtl,
+  type RedlockOptions,
+  type Settings,
+  type UsingOptions,
+} from './options.js';
+import { keepExtended } from './watchdog.js';
 import { quorumOf } from './quorum/tally.js';
 
 export class Redlock implements LockContext {
@@ -56,6 +69,31 @@ export class Redlock implements LockContext {
     } catch (error) {
       if (error instanceof LockAcquireError && error.outcome === 'taken') return null;
       throw error;
+    }
+  }
+
+  /**
+   * Acquires, runs `work` while keeping the lock extended, and releases when the work settles,
+   * also when it throws. `work` gets the lock's signal: it aborts with a LockLostError the moment
+   * the lock's validity runs out or an extension fails; stop working when it does. Resolves with
+   * what `work` resolved with; rejects with its rejection, or with the LockLostError when the work
+   * finished after the lock was lost (it ran partly unprotected, and the caller should know).
+   */
+  async using<T>(resources: string | readonly string[], ttl: number, work: (signal: AbortSignal, lock: Lock) => Promise<T>, options?: UsingOptions): Promise<T> {
+    if (typeof work !== 'function') throw Object.assign(new TypeError(`quorumlock: work must be a function, got ${typeof work}`), { parameter: 'work' });
+    checkOptionsObject(options);
+    checkTtl(ttl, this.settings);
+    const threshold = checkExtendThreshold(options?.extendThreshold, ttl, this.settings);
+    const lock = await this.acquire(resources, ttl, options);
+    const signal = lock.signal;
+    const stop = keepExtended(lock, ttl, threshold);
+    try {
+      const result = await work(signal, lock);
+      if (signal.aborted) throw signal.reason;
+      return result;
+    } finally {
+      stop();
+      await lock.release();
     }
   }
 

@@ -1,0 +1,32 @@
+/**
+ * Auto-extension: keeps a lock extended while work runs under it. One timer, set to fire when the
+ * remaining validity drops to `thresholdMs`; each successful extension sets it again. A failed
+ * extension aborts lock.signal at once (Lock.extend does that), and the watchdog stops: the Redis
+ * docs ask for a bounded number of reacquisition attempts, and a lock that failed to extend is
+ * one the work should no longer count on.
+ */
+import type { Lock } from './lock.js';
+
+export function keepExtended(lock: Lock, ttl: number, thresholdMs: number): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(extendNow, Math.max(0, lock.remainingMs() - thresholdMs));
+    // The work keeps the process alive, not the watchdog: if nothing else is pending, let it exit.
+    timer.unref();
+  };
+  const extendNow = () => {
+    if (stopped || lock.signal.aborted || lock.released) return;
+    lock.extend(ttl).then(schedule, () => {
+      // Already reported: lock.signal is aborted with a LockLostError, and the failure is logged.
+    });
+  };
+
+  schedule();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * A lock's life on real masters: auto-extension under using(), the lost-lock signal, and release
+ * at scope exit.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LockLostError, Redlock } from '../../src/index.js';
+import { startTestMasters, type TestMasters } from './masters.js';
+
+let servers: TestMasters;
+let counter = 0;
+const fresh = (label: string) => `${label}:${++counter}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+beforeAll(async () => {
+  servers = await startTestMasters(5);
+});
+afterEach(() => servers.resumeAll());
+afterAll(() => servers?.close());
+
+/** How many members hold `value` under `key` with a positive PTTL right now. */
+async function holders(key: string, value: string): Promise<number> {
+  const replies = await Promise.all(servers.clients.map((c) => c.multi().get(key).pttl(key).exec()));
+  return replies.filter((reply) => reply?.[0]?.[1] === value && Number(reply?.[1]?.[1]) > 0).length;
+}
+
+describe('using()', () => {
+  it('keeps the lock held on a quorum throughout work that runs 5× the ttl, then releases', async () => {
+    const redlock = new Redlock(servers.clients);
+    const resource = fresh('long-work');
+    const ttl = 400;
+    const samples: number[] = [];
+    let lockValue = '';
+    const result = await redlock.using(resource, ttl, async (signal, lock) => {
+      lockValue = lock.value;
+      for (let elapsed = 0; elapsed < 5 * ttl; elapsed += 40) {
+        expect(signal.aborted).toBe(false);
+        samples.push(await holders(resource, lock.value));
+        await sleep(40);
+      }
+      return 'done';
+    });
+    expect(result).toBe('done');
+    expect(samples.length).toBeGreaterThanOrEqual(40);
+    // Every sample, across many extensions: held on a quorum (in practice on all five).
+    expect(Math.min(...samples)).toBeGreaterThanOrEqual(3);
+    expect(await holders(resource, lockValue)).toBe(0);
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
+  });
+
+  it('aborts the signal at the first extension after a majority lost the keys, and the work\'s rejection propagates', async () => {
+    const redlock = new Redlock(servers.clients);
+    const resource = fresh('deleted');
+    const ttl = 600;
+    let reason: unknown;
+    const outcome = redlock.using(resource, ttl, async (signal) => {
+      await Promise.all(servers.clients.slice(0, 3).map((c) => c.del(resource)));
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      reason = signal.reason;
+      throw new Error('work stopped: ' + (signal.reason as Error).message);
+    });
+    await expect(outcome).rejects.toThrow(/^work stopped: lost the lock on deleted:\d+: an extension failed/);
+    expect(reason).toBeInstanceOf(LockLostError);
+    // Lost at the extension (before the validity would have run out), not at expiry.
+    expect((reason as LockLostError).reason).toBe('extension failed');
+    expect(((reason as LockLostError).cause as { reason: string }).reason).toBe('lost');
+  });
+
+  it('aborts with LockLostError when a majority is paused, as soon as the extension round times out', async () => {
+    const redlock = new Redlock(servers.clients, { nodeTimeout: 50 });
+    const resource = fresh('paused-majority');
+    const outcome = redlock.using(resource, 500, async (signal) => {
+      for (const index of [0, 2, 4]) await servers.masters[index]!.pause();
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      const lost = signal.reason as LockLostError;
+      expect(lost.reason).toBe('extension failed');
+      expect((lost.cause as { reason: string }).reason).toBe('unavailable');
+      throw lost;
+    });
+    await expect(outcome).rejects.toBeInstanceOf(LockLostError);
+    await servers.resumeAll();
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
+  });
+
+  it('rejects with the LockLostError when the work ignores the signal and finishes after the loss', async () => {
+    const redlock = new Redlock(servers.clients);
+    const resource = fresh('ignored');
+    const outcome = redlock.using(resource, 300, async () => {
+      await Promise.all(servers.clients.map((c) => c.del(resource)));
+      await sleep(400); // past the first extension, which fails
+      return 'finished unprotected';
+    });
+    await expect(outcome).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it('releases when the work throws, and stops extending', async () => {
+    const redlock = new Redlock(servers.clients);
+    const resource = fresh('throws');
+    await expect(
+      redlock.using(resource, 300, async () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
+    await sleep(350); // a watchdog still running would have tried (and failed) to extend by now
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
+  });
+
+  it('checks its arguments before locking', async () => {
+    const redlock = new Redlock(servers.clients, { nodeTimeout: 50 });
+    await expect(redlock.using('r', 120, async () => 1)).rejects.toMatchObject({ name: 'RangeError', parameter: 'ttl' });
+    await expect(redlock.using('r', 1_000, async () => 1, { extendThreshold: 10 })).rejects.toMatchObject({ name: 'RangeError', parameter: 'extendThreshold' });
+    await expect(redlock.using('r', 1_000, 'not a function' as never)).rejects.toMatchObject({ name: 'TypeError', parameter: 'work' });
+    expect(await servers.valuesOf('r')).toEqual(Array(5).fill(null));
+  });
+});
+
+describe('lock.signal', () => {
+  it('aborts with LockLostError("expired") exactly when the validity runs out, not before', async () => {
+    const redlock = new Redlock(servers.clients);
+    const lock = await redlock.acquire(fresh('expiry'), 200);
+    const remainingAtAbort = await new Promise<number>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.remainingMs()), { once: true }));
+    expect(remainingAtAbort).toBe(0);
+    expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+    expect((lock.signal.reason as LockLostError).reason).toBe('expired');
+  });
+
+  it('follows extensions, is not aborted by release, and a lock lost before anyone looked reports it', async () => {
+    const redlock = new Redlock(servers.clients);
+    const lock = await redlock.acquire(fresh('follows'), 200);
+    const signal = lock.signal;
+    await sleep(100);
+    await lock.extend(400);
+    await sleep(200); // past the first deadline
+    expect(signal.aborted).toBe(false);
+    await lock.release();
+    await sleep(250); // past the extended deadline
+    expect(signal.aborted).toBe(false);
+
+    const resource = fresh('lost-unwatched');
+    const unwatched = await redlock.acquire(resource, 5_000);
+    await Promise.all(servers.clients.map((c) => c.del(resource)));
+    await expect(unwatched.extend(5_000)).rejects.toMatchObject({ reason: 'lost' });
+    expect(unwatched.signal.aborted).toBe(true);
+    expect((unwatched.signal.reason as LockLostError).reason).toBe('extension failed');
+    await expect(unwatched.extend(5_000)).rejects.toMatchObject({ reason: 'lost' }); // once lost, always lost
+  });
+});
