@@ -3,7 +3,9 @@
  *
  * Contended handoff on five local masters: 8 workers, each with its own Redlock and its own 5
  * ioredis clients (as if they were separate processes), loop acquire (ttl 1000 ms) → hold 1 ms →
- * release on ONE resource. How fast does a released lock reach a *different* waiting worker?
+ * release on ONE resource. Does a released lock reach a *different* waiting worker, and how long
+ * had that worker been waiting? (Handoff latency = from the previous holder calling release() to
+ * another worker holding the lock; "waited" = that worker's time in its successful acquire() call.)
  * quorumlock and node-redlock v4 (npm `redlock@4`), both with their default retry settings, run
  * in interleaved rounds (A B A B) so machine noise hits both alike. Prints a Markdown table of the
  * medians across rounds; writes every round to bench/results/handoff.json.
@@ -95,9 +97,16 @@ async function round(name: ClientName, index: number) {
   let lastRelease: { worker: number; at: number } | undefined;
   const handoffs: number[] = []; // ms from the previous holder calling release() to another worker holding it
   let selfHandoffs = 0; // the worker that just released got it again
+  // The releasing worker is back in acquire() within ~1 ms, so another worker only wins when its
+  // retry happens to land in that gap: handoffs[] then stays short whatever the retry delay. The
+  // delay shows in how long the new holder had been waiting in its acquire() call.
+  const waited: number[] = [];
   const perWorker = new Array<number>(WORKERS).fill(0);
   const releaseMs: number[] = [];
   let failed = 0;
+  // A 1 ms hold is far inside the validity, so more than one holder at once means the lock is broken.
+  let holding = 0;
+  let mostHolders = 0;
 
   const start = performance.now();
   const end = start + seconds * 1000;
@@ -106,6 +115,7 @@ async function round(name: ClientName, index: number) {
   async function worker(id: number) {
     while (performance.now() < end) {
       let lock;
+      const calledAt = performance.now();
       try {
         lock = await lockers[id]!.acquire(resource);
       } catch (error) {
@@ -114,14 +124,19 @@ async function round(name: ClientName, index: number) {
         continue;
       }
       const acquiredAt = performance.now();
+      mostHolders = Math.max(mostHolders, ++holding);
       if (acquiredAt < end) {
         perWorker[id]!++;
         if (lastRelease?.worker === id) selfHandoffs++;
-        else if (lastRelease) handoffs.push(acquiredAt - lastRelease.at);
+        else if (lastRelease) {
+          handoffs.push(acquiredAt - lastRelease.at);
+          waited.push(acquiredAt - calledAt);
+        }
       }
       await sleep(1);
       const releaseAt = performance.now();
       lastRelease = { worker: id, at: releaseAt };
+      holding--;
       await lock.release();
       if (releaseAt < end) releaseMs.push(performance.now() - releaseAt);
     }
@@ -140,14 +155,16 @@ async function round(name: ClientName, index: number) {
     handoffs: handoffs.length,
     selfHandoffs,
     handoffMs: { p50: quantile(handoffs, 0.5), p90: quantile(handoffs, 0.9), p99: quantile(handoffs, 0.99), max: Math.max(...handoffs) },
+    waitedMs: { p50: quantile(waited, 0.5), p99: quantile(waited, 0.99) },
     releaseMs: { p50: quantile(releaseMs, 0.5), p99: quantile(releaseMs, 0.99) },
     topWorkerPct: (100 * Math.max(...perWorker)) / acquisitions,
     minWorkerPct: (100 * Math.min(...perWorker)) / acquisitions,
     perWorker,
     failed,
+    mostHolders,
     drainedMs,
   };
-  console.error(`round ${index} ${name}: ${acquisitions} acquisitions, ${handoffs.length} to another worker, p50 ${row.handoffMs.p50.toFixed(1)} ms, ${failed} failed (drained in ${drainedMs.toFixed(0)} ms)`);
+  console.error(`round ${index} ${name}: ${acquisitions} acquisitions, ${handoffs.length} to another worker, p50 ${row.handoffMs.p50.toFixed(1)} ms, waited p50 ${row.waitedMs.p50.toFixed(0)} ms, ${failed} failed, most holders at once ${mostHolders} (drained in ${drainedMs.toFixed(0)} ms)`);
   return row;
 }
 
@@ -163,22 +180,25 @@ const summary = names.map((name) => {
     perSecond: m((r) => r.perSecond),
     toAnotherPct: m((r) => r.toAnotherPct),
     handoffMs: { p50: m((r) => r.handoffMs.p50), p90: m((r) => r.handoffMs.p90), p99: m((r) => r.handoffMs.p99) },
+    waitedMs: { p50: m((r) => r.waitedMs.p50), p99: m((r) => r.waitedMs.p99) },
     topWorkerPct: m((r) => r.topWorkerPct),
     minWorkerPct: m((r) => r.minWorkerPct),
     failed: m((r) => r.failed),
+    mostHolders: Math.max(...rows.map((r) => r.mostHolders)),
   };
 });
 
 const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : '–');
 console.log(`\n5 local masters, ${WORKERS} workers on one resource (ttl ${TTL} ms, hold 1 ms), ${seconds} s per round, ${rounds} rounds each, interleaved; medians across rounds\n`);
-console.log('| client | acquisitions/s | to another worker | handoff p50 | p90 | p99 | top worker share | min worker share | failed acquires |');
-console.log('|---|---|---|---|---|---|---|---|---|');
+console.log('| client | acquisitions/s | to another worker | handoff p50 | p90 | p99 | new holder waited p50 | p99 | top worker share | min worker share | failed acquires | most holders at once |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const s of summary) {
   console.log(
-    `| ${s.client} | ${s.perSecond.toFixed(1)} | ${s.toAnotherPct.toFixed(1)} % | ${ms(s.handoffMs.p50)} | ${ms(s.handoffMs.p90)} | ${ms(s.handoffMs.p99)} | ${s.topWorkerPct.toFixed(1)} % | ${s.minWorkerPct.toFixed(1)} % | ${s.failed} |`,
+    `| ${s.client} | ${s.perSecond.toFixed(1)} | ${s.toAnotherPct.toFixed(1)} % | ${ms(s.handoffMs.p50)} | ${ms(s.handoffMs.p90)} | ${ms(s.handoffMs.p99)} | ${ms(s.waitedMs.p50)} | ${ms(s.waitedMs.p99)} | ${s.topWorkerPct.toFixed(1)} % | ${s.minWorkerPct.toFixed(1)} % | ${s.failed} | ${s.mostHolders} |`,
   );
 }
 const [ours, theirs] = summary;
+for (const s of summary) if (s.mostHolders > 1) console.log(`\nWARNING: ${s.client} let ${s.mostHolders} workers hold the lock at once: its numbers are not a valid handoff measurement.`);
 console.log(`\nHandoff p50, node-redlock / quorumlock: ${(theirs!.handoffMs.p50 / ours!.handoffMs.p50).toFixed(2)}×`);
 
 mkdirSync('bench/results', { recursive: true });

@@ -1,13 +1,24 @@
 /**
- * The attempt loop around attemptLock(): retries with jitter, the wait budget and the AbortSignal.
- * Every acquire ends within its budget (plus the last rollback, itself bounded by nodeTimeout):
- * each round is cut at min(nodeTimeout, time left), and no delay is slept past the budget.
+ * The attempt loop around attemptLock(): retries with jitter, waiting in line for a release, the
+ * wait budget and the AbortSignal. Every acquire ends within its budget (plus the last rollback,
+ * itself bounded by nodeTimeout): each round is cut at min(nodeTimeout, time left), and no wait
+ * runs past the budget.
+ *
+ * Waiting: the first attempt does not join the line, so an uncontended acquire costs one script
+ * call and nothing after. When it is refused, the caller subscribes to release announcements and
+ * tries again at once, this time taking its place in line by its arrival ticket. From then on it
+ * sleeps until a majority of members name it first in line after a release, or until the timed
+ * retry (retryDelay ± jitter, sooner if it is first and the holder's key expires sooner).
  */
+import pTimeout from 'p-timeout';
 import { LockAcquireError, type AttemptRecord } from './errors.js';
 import type { Member } from './member.js';
 import type { AttemptPolicy, Settings } from './options.js';
 import { attemptLock, type AttemptResult } from './quorum/attempt.js';
-import { describeVotes } from './quorum/votes.js';
+import { quorumOf } from './quorum/tally.js';
+import { describeVotes, type MemberVote } from './quorum/votes.js';
+import { leaseFor, newWaiterId, type Waiter } from './waiting/line.js';
+import type { Notifications, Watch } from './waiting/notifications.js';
 
 export type Won = Extract<AttemptResult, { won: true }>;
 
@@ -16,12 +27,29 @@ export function retryDelayMs(policy: Pick<AttemptPolicy, 'retryDelay' | 'retryJi
   return Math.max(0, policy.retryDelay + (random() * 2 - 1) * policy.retryJitter);
 }
 
+/**
+ * When first in line on a quorum and the resource is held, the holder's keys expire within
+ * heldForMs: come back then rather than a full delay later (an expired lock announces nothing).
+ */
+export function nextTryMs(votes: readonly MemberVote[], delay: number): number {
+  const first = votes.filter((vote) => vote.place === 0);
+  if (first.length < quorumOf(votes.length)) return delay;
+  const expiries = first.map((vote) => vote.heldForMs ?? 0);
+  return Math.min(delay, Math.max(...expiries) + 1);
+}
+
+/** Gives up places in line, without waiting: a member that does not hear it drops us when our lease runs out. */
+function leaveLine(members: readonly Member[], resources: readonly string[], waiter: Waiter): void {
+  for (const member of members) member.leave(resources, waiter.id).catch(() => undefined);
+}
+
 export async function acquireWithRetries(
   members: readonly Member[],
   settings: Settings,
   resources: readonly string[],
   ttl: number,
   policy: AttemptPolicy,
+  notifications: Notifications,
 ): Promise<Won> {
   const { clock, logger } = settings;
   const begin = clock.now();
@@ -29,40 +57,64 @@ export async function acquireWithRetries(
   const attempts: AttemptRecord[] = [];
   let stoppedBecause: LockAcquireError['stoppedBecause'] = 'retries exhausted';
   let rollback: Promise<unknown> = Promise.resolve();
+  // One ticket for the whole call: the order of arrival decides who is next.
+  const waiter: Waiter = { id: newWaiterId(), ticket: clock.epochMs(), leaseMs: leaseFor(policy, settings.nodeTimeout) };
+  const outOfLine: Waiter = { ...waiter, leaseMs: 0 };
+  let watch: Watch | undefined;
+  let joined = false;
 
-  for (let attempt = 1; ; attempt++) {
-    policy.signal?.throwIfAborted();
-    const startedMs = clock.now() - begin;
-    const timeoutMs = Math.min(settings.nodeTimeout, policy.waitTimeout - startedMs);
-    if (timeoutMs <= 0) {
-      stoppedBecause = 'wait budget exhausted';
-      break;
-    }
-    const result = await attemptLock(members, settings, resources, ttl, timeoutMs, policy.signal);
-    if (result.won) {
-      logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
-      return result;
-    }
-    const { round, outcome, validityMs } = result;
-    attempts.push({ attempt, outcome, startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
-    logger.debug({ resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
-    rollback = result.rollback;
+  try {
+    for (let attempt = 1; ; attempt++) {
+      policy.signal?.throwIfAborted();
+      const startedMs = clock.now() - begin;
+      const timeoutMs = Math.min(settings.nodeTimeout, policy.waitTimeout - startedMs);
+      if (timeoutMs <= 0) {
+        stoppedBecause = 'wait budget exhausted';
+        break;
+      }
+      watch?.reset();
+      const inLine = attempt > 1 && policy.retryCount > 0;
+      joined ||= inLine;
+      const result = await attemptLock(members, settings, resources, ttl, timeoutMs, inLine ? waiter : outOfLine, policy.signal);
+      if (result.won) {
+        // Where we did not lock, an earlier or late refusal may have put us in line: step out.
+        if (inLine) leaveLine(members.filter((_, index) => result.round.votes[index]!.vote !== 'locked'), resources, waiter);
+        logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
+        return result;
+      }
+      const { round, outcome, validityMs } = result;
+      attempts.push({ attempt, outcome, startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
+      logger.debug({ resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
+      rollback = result.rollback;
 
-    if (attempt > policy.retryCount) break;
-    const delay = retryDelayMs(policy);
-    if (clock.now() + delay >= budgetEnd) {
-      stoppedBecause = 'wait budget exhausted';
-      break;
+      if (attempt > policy.retryCount) break;
+      let wait: Promise<unknown>;
+      if (!watch) {
+        // Listen first, then try again at once and join the line: a release that falls between
+        // the refusal and the subscription is then seen by the next attempt, not missed.
+        watch = notifications.watch(resources, waiter.id);
+        wait = pTimeout(watch.ready, { milliseconds: settings.nodeTimeout, message: false });
+      } else {
+        // A release may come at any moment: wait out the delay or what is left of the budget,
+        // whichever ends first (the loop's head then sees the budget gone).
+        const delay = Math.min(nextTryMs(round.votes, retryDelayMs(policy)), budgetEnd - clock.now());
+        wait = watch.wait(delay, clock, policy.signal);
+      }
+      try {
+        await Promise.all([rollback, wait]);
+      } catch (abortReason) {
+        await rollback;
+        throw abortReason;
+      }
     }
-    try {
-      await Promise.all([rollback, clock.sleep(delay, policy.signal)]);
-    } catch (abortReason) {
-      await rollback;
-      throw abortReason;
-    }
+    await rollback;
+    const error = new LockAcquireError(resources, attempts, clock.now() - begin, stoppedBecause);
+    logger.debug({ resources, attempts: attempts.length, outcome: error.outcome, elapsedMs: error.elapsedMs }, 'lock not acquired');
+    throw error;
+  } catch (error) {
+    if (joined) leaveLine(members, resources, waiter);
+    throw error;
+  } finally {
+    watch?.close();
   }
-  await rollback;
-  const error = new LockAcquireError(resources, attempts, clock.now() - begin, stoppedBecause);
-  logger.debug({ resources, attempts: attempts.length, outcome: error.outcome, elapsedMs: error.elapsedMs }, 'lock not acquired');
-  throw error;
 }

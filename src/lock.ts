@@ -7,7 +7,7 @@ import { deadlineOf, driftMs } from './clock/index.js';
 import { LockExtendError, LockLostError } from './errors.js';
 import type { Member } from './member.js';
 import { checkTtl, type Settings } from './options.js';
-import { failureOutcome, isLocked, lockSender } from './quorum/attempt.js';
+import { extendSender, failureOutcome, isLocked } from './quorum/attempt.js';
 import { answeredCount, releaseOn } from './quorum/release.js';
 import { runRound } from './quorum/round.js';
 import { quorumOf } from './quorum/tally.js';
@@ -138,7 +138,7 @@ export class Lock implements AsyncDisposable {
 
     const round = await runRound({
       members,
-      send: lockSender(this.resources, this.value, ttl, 'extend'),
+      send: extendSender(this.resources, this.value, ttl),
       counts: isLocked,
       timeoutMs: settings.nodeTimeout,
       waitForAll: false,

@@ -126,8 +126,9 @@ function checkLogger(value: unknown): Logger {
 }
 
 function checkClock(value: unknown): Clock {
-  if (typeof value !== 'object' || value === null || typeof (value as Clock).now !== 'function' || typeof (value as Clock).sleep !== 'function') {
-    throw argumentError(TypeError, 'clock', `must have now() and sleep(ms, signal) methods, got ${show(value)}`);
+  const methods = ['now', 'sleep', 'epochMs'] as const;
+  if (typeof value !== 'object' || value === null || methods.some((name) => typeof (value as Record<string, unknown>)[name] !== 'function')) {
+    throw argumentError(TypeError, 'clock', `must have now(), sleep(ms, signal) and epochMs() methods, got ${show(value)}`);
   }
   return value as Clock;
 }

@@ -20,12 +20,14 @@ import {
   type Settings,
   type UsingOptions,
 } from './options.js';
+import { Notifications } from './waiting/notifications.js';
 import { keepExtended } from './watchdog.js';
 import { quorumOf } from './quorum/tally.js';
 
 export class Redlock implements LockContext {
   readonly members: readonly Member[];
   readonly settings: Settings;
+  readonly #notifications: Notifications;
 
   /**
    * @param clients independent Redis masters (ioredis clients you own: Redlock never quits them).
@@ -34,6 +36,16 @@ export class Redlock implements LockContext {
   constructor(clients: readonly Redis[], options: RedlockOptions = {}) {
     this.settings = Object.freeze(checkSettings(options));
     this.members = Object.freeze(checkMembers(clients).map((client) => new Member(client)));
+    this.#notifications = new Notifications(this.members, this.settings.logger);
+  }
+
+  /**
+   * Closes what this Redlock opened: the subscriber connections waiters listen on (one per
+   * member, opened on first wait). Never the clients you passed in. Locks keep working after it;
+   * waiting falls back to timed retries. Quitting your clients closes them too.
+   */
+  quit(): Promise<void> {
+    return this.#notifications.quit();
   }
 
   /** Votes needed: floor(N/2) + 1. */
@@ -51,7 +63,7 @@ export class Redlock implements LockContext {
     const names = checkResources(resources);
     checkTtl(ttl, this.settings);
     const policy = checkAcquireOptions(options, this.settings);
-    return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy));
+    return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy, this.#notifications));
   }
 
   /**
@@ -65,7 +77,7 @@ export class Redlock implements LockContext {
     checkOptionsObject(options);
     const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
     try {
-      return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy));
+      return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy, this.#notifications));
     } catch (error) {
       if (error instanceof LockAcquireError && error.outcome === 'taken') return null;
       throw error;

@@ -8,6 +8,11 @@ export interface Clock {
   now(): number;
   /** Resolves after `ms` on this clock; rejects with `signal.reason` if the signal aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Milliseconds since the Unix epoch, comparable across processes. Used only to order waiters
+   * (their tickets), never for validity: a wrong wall clock makes waiting less fair, not unsafe.
+   */
+  epochMs(): number;
 }
 
 function abortReason(signal: AbortSignal): unknown {
@@ -22,6 +27,7 @@ function sleepMs(ms: number): number {
 /** performance.now(): monotonic, sub-millisecond, unaffected by wall-clock changes. */
 export const systemClock: Clock = {
   now: () => performance.now(),
+  epochMs: () => performance.timeOrigin + performance.now(),
   sleep(ms, signal) {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
@@ -53,6 +59,11 @@ export class ManualClock implements Clock {
   }
 
   now(): number {
+    return this.#now;
+  }
+
+  /** The manual time, read as ms since the epoch. */
+  epochMs(): number {
     return this.#now;
   }
 

@@ -1,13 +1,75 @@
--- Lock every key in KEYS with value ARGV[1] for ARGV[2] ms, or none of them.
--- Returns 1 when all keys were set, 0 when any key already exists (held by another owner).
--- All-or-nothing on this member: a multi-resource lock never half-holds a member.
--- Try it: redis-cli --eval acquire.lua orders:42 , my-value 10000
-for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    return 0
+-- Acquire, with a fair line of waiters.
+-- KEYS: the n lock keys, then their n line keys, then their n lease keys.
+-- ARGV: value, ttl ms, waiter id, ticket (arrival order, the same on every member), lease ms
+--       (how long a refused caller keeps its place without coming back; 0 = do not join the line).
+-- Returns 1 when every lock key was set (all or nothing). Otherwise nothing is set and it returns
+-- {why, heldForMs, place}: why = 0 held by another owner, 2 free but kept for an earlier waiter;
+-- heldForMs = the longest PTTL among held keys (-1: none held); place = 0-based place in the
+-- longest line (-1: not in line).
+local n = #KEYS / 3
+-- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
+-- and a lock could be reported that was never set.
+if n < 1 or n ~= math.floor(n) then
+  return redis.error_reply('quorumlock: expected 3 keys per resource (lock, line, leases), got ' .. #KEYS)
+end
+local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local nowMs
+local function now()
+  if not nowMs then
+    local time = redis.call('TIME')
+    nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  return nowMs
+end
+
+local heldFor, ahead, lines = -1, false, false
+for i = 1, n do
+  local pttl = redis.call('PTTL', KEYS[i])
+  if pttl ~= -2 then
+    heldFor = math.max(heldFor, pttl, 0)
+  end
+  local line, leases = KEYS[n + i], KEYS[2 * n + i]
+  if redis.call('EXISTS', line) == 1 then
+    lines = true
+    -- Waiters whose lease ran out died or gave up without saying so: they lose their place.
+    local stale = redis.call('ZRANGEBYSCORE', leases, '-inf', now())
+    if #stale > 0 then
+      redis.call('ZREM', line, unpack(stale))
+      redis.call('ZREM', leases, unpack(stale))
+    end
+    local head = redis.call('ZRANGE', line, 0, 0)[1]
+    if head and head ~= waiter then
+      ahead = true
+    end
   end
 end
-for i = 1, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+
+if heldFor == -1 and not ahead then
+  for i = 1, n do
+    redis.call('SET', KEYS[i], value, 'PX', ttl)
+    if lines then
+      redis.call('ZREM', KEYS[n + i], waiter)
+      redis.call('ZREM', KEYS[2 * n + i], waiter)
+    end
+  end
+  return 1
 end
-return 1
+
+local place = -1
+if lease > 0 then
+  for i = 1, n do
+    local line, leases = KEYS[n + i], KEYS[2 * n + i]
+    redis.call('ZADD', line, ticket, waiter)
+    redis.call('ZADD', leases, now() + lease, waiter)
+    -- The line vanishes by itself once every waiter in it is gone.
+    if redis.call('PTTL', line) < lease then
+      redis.call('PEXPIRE', line, lease)
+      redis.call('PEXPIRE', leases, lease)
+    end
+    place = math.max(place, redis.call('ZRANK', line, waiter))
+  end
+end
+if heldFor == -1 then
+  return {2, -1, place}
+end
+return {0, heldFor, place}

@@ -1,11 +1,36 @@
--- Delete each key in KEYS that still holds ARGV[1]; leave keys of other owners alone.
--- Returns how many keys were deleted (0 when the lock had expired or was never set here).
--- Try it: redis-cli --eval release.lua orders:42 , my-value
+-- Release, and hand the resource to the first waiter in line.
+-- KEYS: the n lock keys, then their n line keys, then their n lease keys. ARGV[1]: value.
+-- Deletes each lock key that still holds ARGV[1]; leaves keys of other owners alone. Where a line
+-- of waiters exists, PUBLISHes on 'quorumlock:<lock key>' the id of the waiter now first in line,
+-- so that only it wakes up (no stampede). Returns how many keys were deleted.
+local n = #KEYS / 3
+-- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
+-- and a lock could be reported that was never set.
+if n < 1 or n ~= math.floor(n) then
+  return redis.error_reply('quorumlock: expected 3 keys per resource (lock, line, leases), got ' .. #KEYS)
+end
 local deleted = 0
-for i = 1, #KEYS do
+local nowMs
+for i = 1, n do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
+    local line, leases = KEYS[n + i], KEYS[2 * n + i]
+    if redis.call('EXISTS', line) == 1 then
+      if not nowMs then
+        local time = redis.call('TIME')
+        nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+      end
+      local stale = redis.call('ZRANGEBYSCORE', leases, '-inf', nowMs)
+      if #stale > 0 then
+        redis.call('ZREM', line, unpack(stale))
+        redis.call('ZREM', leases, unpack(stale))
+      end
+      local head = redis.call('ZRANGE', line, 0, 0)[1]
+      if head then
+        redis.call('PUBLISH', 'quorumlock:' .. KEYS[i], head)
+      end
+    end
   end
 end
 return deleted

@@ -4,19 +4,21 @@
  * member that restarted with an empty script cache still works without an extra round trip.
  */
 import type { Redis } from 'ioredis';
-import { acquireLua, extendLua, releaseLua } from './sources.js';
+import { acquireLua, extendLua, leaveLua, releaseLua } from './sources.js';
 
 /** The commands quorumlock adds to a client. Prefixed so they cannot clash with the user's own. */
 export interface ScriptCommands {
-  quorumlockAcquire(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  quorumlockAcquire(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number | number[]>;
   quorumlockExtend(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   quorumlockRelease(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  quorumlockLeave(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
 }
 
 const scripts = {
   quorumlockAcquire: acquireLua,
   quorumlockExtend: extendLua,
   quorumlockRelease: releaseLua,
+  quorumlockLeave: leaveLua,
 } as const;
 
 export function registerScripts(client: Redis): Redis & ScriptCommands {

@@ -9,7 +9,8 @@ import type { Member } from '../member.js';
 import type { Settings } from '../options.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
-import type { LockAnswer, MemberVote } from './votes.js';
+import type { Waiter } from '../waiting/line.js';
+import type { Answered, LockAnswer, MemberVote } from './votes.js';
 
 /**
  * 128 random bits from the CSPRNG. The value is the capability to extend and release, so it must
@@ -31,15 +32,20 @@ export type AttemptResult =
       rollback: Promise<unknown>;
     };
 
-export function lockSender(resources: readonly string[], value: string, ttl: number, script: 'acquire' | 'extend') {
-  return (member: Member): Promise<LockAnswer> => member[script](resources, value, ttl).then((done) => (done === 1 ? 'locked' : 'taken'));
+function acquireSender(resources: readonly string[], value: string, ttl: number, waiter: Waiter) {
+  return (member: Member): Promise<Answered<LockAnswer>> =>
+    member.acquire(resources, value, ttl, waiter).then((result) => (result === true ? 'locked' : { vote: result.why, heldForMs: result.heldForMs, place: result.place }));
+}
+
+export function extendSender(resources: readonly string[], value: string, ttl: number) {
+  return (member: Member): Promise<LockAnswer> => member.extend(resources, value, ttl).then((done) => (done === 1 ? 'locked' : 'taken'));
 }
 
 export const isLocked = (answer: LockAnswer): boolean => answer === 'locked';
 
 export function failureOutcome(won: boolean, votes: readonly MemberVote[]): AttemptOutcome {
   if (won) return 'expired';
-  return votes.some((vote) => vote.vote === 'taken') ? 'taken' : 'unavailable';
+  return votes.some((vote) => vote.vote === 'taken' || vote.vote === 'queued') ? 'taken' : 'unavailable';
 }
 
 export async function attemptLock(
@@ -48,13 +54,14 @@ export async function attemptLock(
   resources: readonly string[],
   ttl: number,
   timeoutMs: number,
+  waiter: Waiter,
   signal: AbortSignal | undefined,
 ): Promise<AttemptResult> {
   const { clock } = settings;
   const value = newLockValue();
   let round: RoundResult<LockAnswer>;
   try {
-    round = await runRound({ members, send: lockSender(resources, value, ttl, 'acquire'), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
+    round = await runRound({ members, send: acquireSender(resources, value, ttl, waiter), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.
     await rollback(members, settings, resources, value, undefined);

@@ -11,11 +11,11 @@ import pTimeout from 'p-timeout';
 import type { Clock } from '../clock/index.js';
 import type { Member } from '../member.js';
 import { decide, quorumOf } from './tally.js';
-import type { MemberVote } from './votes.js';
+import type { Answered, MemberVote } from './votes.js';
 
 export interface RoundSpec<Answer extends string> {
   members: readonly Member[];
-  send(member: Member): Promise<Answer>;
+  send(member: Member): Promise<Answered<Answer>>;
   /** Whether an answer counts toward quorum. */
   counts(answer: Answer): boolean;
   timeoutMs: number;
@@ -65,14 +65,21 @@ export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): 
     };
     if (members.length === 0) resolve(snapshot('pending'));
     members.forEach((member, index) => {
-      let sent: Promise<Answer>;
+      let sent: Promise<Answered<Answer>>;
       try {
         sent = spec.send(member);
       } catch (error) {
         sent = Promise.reject(error);
       }
       sent.then(
-        (answer) => record(index, { member: member.id, vote: answer, ms: clock.now() - startedAt }),
+        (answer) => {
+          const ms = clock.now() - startedAt;
+          if (typeof answer === 'string') return record(index, { member: member.id, vote: answer, ms });
+          const vote: MemberVote<Answer> = { member: member.id, vote: answer.vote, ms };
+          if (answer.heldForMs !== undefined) vote.heldForMs = answer.heldForMs;
+          if (answer.place !== undefined) vote.place = answer.place;
+          record(index, vote);
+        },
         (error: unknown) =>
           record(index, {
             member: member.id,

@@ -3,8 +3,11 @@
  * the same record.
  */
 
-/** Acquire and extend: 'locked' = every key now holds our value with the new TTL; 'taken' = not ours. */
-export type LockAnswer = 'locked' | 'taken';
+/**
+ * Acquire and extend: 'locked' = every key now holds our value with the new TTL; 'taken' = held by
+ * another owner (for extend: no longer ours); 'queued' = free, but kept for a waiter that came first.
+ */
+export type LockAnswer = 'locked' | 'taken' | 'queued';
 /** Release: 'released' = our keys were deleted here; 'absent' = nothing of ours was left to delete. */
 export type ReleaseAnswer = 'released' | 'absent';
 /**
@@ -21,11 +24,19 @@ export interface MemberVote<Answer extends string = LockAnswer> {
   /** Milliseconds from the start of the round to this answer (0 for 'pending' and 'timeout' at the deadline). */
   ms: number;
   error?: Error;
+  /** 'taken': how much longer the holder's key lives on this member (the longest, for several keys). */
+  heldForMs?: number;
+  /** 'taken' / 'queued': our 0-based place in this member's line of waiters. */
+  place?: number;
 }
+
+/** What a round's `send` may resolve with: the answer alone, or with details. */
+export type Answered<Answer extends string> = Answer | { vote: Answer; heldForMs?: number | undefined; place?: number | undefined };
 
 const phrases: Record<string, string> = {
   locked: 'locked',
   taken: 'held by another owner',
+  queued: 'kept for an earlier waiter',
   released: 'released',
   absent: 'not held',
   timeout: 'timed out',

@@ -1,0 +1,47 @@
+/**
+ * The line of waiters kept beside each lock key on every member: who is next, in arrival order.
+ *
+ * Why a ticket chosen by the client: every member must order the same waiters the same way. If
+ * each member ordered by its own arrival time, two waiters could each be first on half the
+ * members and neither could ever reach a quorum. With one ticket per acquire call, written to
+ * every member, the order is total and identical everywhere, also across the resources of a
+ * multi-resource lock (so two such locks can never wait on each other in a cycle). Tickets come
+ * from each client's wall clock: clocks that disagree make the order less fair, never unsafe.
+ */
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The keys a script gets for `resources`: the lock keys, then their lines, then their leases.
+ * A line key shares its lock key's hash slot ({resource} unless the name already has a hash
+ * tag), so all three live on one node of a Redis Cluster.
+ */
+export function lineKeys(resources: readonly string[]): string[] {
+  const tagged = resources.map((resource) => (/\{[^}]+\}/.test(resource) ? resource : `{${resource}}`));
+  return [...resources, ...tagged.map((key) => `${key}:quorumlock:line`), ...tagged.map((key) => `${key}:quorumlock:leases`)];
+}
+
+/** The channel a member announces a release of `lockKey` on (with the client's keyPrefix applied). */
+export function releaseChannel(keyPrefix: string, resource: string): string {
+  return `quorumlock:${keyPrefix}${resource}`;
+}
+
+export interface Waiter {
+  /** Random, not secret: it only names a place in line. */
+  id: string;
+  /** Arrival order: lower goes first. */
+  ticket: number;
+  /** How long a refused caller keeps its place without coming back; 0 = does not join the line. */
+  leaseMs: number;
+}
+
+export function newWaiterId(): string {
+  return randomBytes(9).toString('base64url');
+}
+
+/**
+ * A waiter comes back at least every retryDelay + retryJitter (plus a round): three of those, and
+ * never under a second, before its place is given up.
+ */
+export function leaseFor(policy: { retryDelay: number; retryJitter: number }, nodeTimeout: number): number {
+  return Math.ceil(Math.max(1_000, 3 * (policy.retryDelay + policy.retryJitter + nodeTimeout)));
+}

@@ -1,0 +1,174 @@
+/**
+ * Waiting for a held lock, on real masters: in arrival order, woken by the release (not by a
+ * timer), one waiter per release, with the timed retry as the fallback.
+ */
+import type Redis from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redlock, type Lock, type RedlockOptions } from '../../src/index.js';
+import { startTestMasters, type TestMasters } from './masters.js';
+
+let servers: TestMasters;
+let counter = 0;
+const fresh = (label: string) => `${label}:${++counter}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const opened: Redlock[] = [];
+
+beforeAll(async () => {
+  servers = await startTestMasters(5);
+});
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
+  await servers.resumeAll();
+});
+afterAll(() => servers?.close());
+
+/** A client with its own connections, as another process would have. */
+function client(options: RedlockOptions = {}): Redlock {
+  const redlock = new Redlock(servers.connect(), options);
+  opened.push(redlock);
+  return redlock;
+}
+
+/** Calls of the scripts on one member, from Redis' own command statistics. */
+async function scriptCalls(member: Redis): Promise<number> {
+  const info = await member.info('commandstats');
+  let calls = 0;
+  for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
+  return calls;
+}
+
+describe('waiting in line', () => {
+  it('hands the lock to waiters in the order they arrived, and a returning holder goes to the back', async () => {
+    const resource = fresh('fifo');
+    const holder = client();
+    const first = await holder.acquire(resource, 10_000);
+    const order: string[] = [];
+    const waiters = ['w1', 'w2', 'w3'].map(async (name, index) => {
+      await sleep(30 * index); // arrive in this order
+      const lock = await client().acquire(resource, 10_000, { waitTimeout: 10_000 });
+      order.push(name);
+      await sleep(20);
+      await lock.release();
+    });
+    await sleep(150); // all three are in line
+    await first.release();
+    const again = holder.acquire(resource, 10_000, { waitTimeout: 10_000 }).then((lock) => {
+      order.push('holder again');
+      return lock.release();
+    });
+    await Promise.all([...waiters, again]);
+    expect(order).toEqual(['w1', 'w2', 'w3', 'holder again']);
+  });
+
+  it('wakes the waiter on release, not on its timed retry', async () => {
+    const resource = fresh('woken');
+    const lock = await client().acquire(resource, 10_000);
+    // With a 5 s retry delay, only the release announcement can wake the waiter within its 3 s budget.
+    const waiting = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
+    await sleep(100);
+    await lock.release();
+    const next = await waiting;
+    expect(next.remainingMs()).toBeGreaterThan(0);
+    await next.release();
+  });
+
+  it('one release wakes one waiter: the scripts run per handoff stay bounded with 20 waiters in line', async () => {
+    const resource = fresh('no-stampede');
+    const holder = await client().acquire(resource, 10_000);
+    // Long timed retries: between handoffs, only announcements make anyone try.
+    const acquired: Lock[] = [];
+    const waiters = Array.from({ length: 20 }, () =>
+      client({ retryDelay: 20_000, retryJitter: 0 })
+        .acquire(resource, 10_000, { waitTimeout: 30_000 })
+        .then((lock) => acquired.push(lock)),
+    );
+    await sleep(300); // everyone has tried, subscribed, and joined the line
+    const member = servers.clients[0]!;
+    const before = await scriptCalls(member);
+    await holder.release();
+    while (acquired.length === 0) await sleep(5);
+    await sleep(50); // let any stampede show up
+    const during = (await scriptCalls(member)) - before;
+    // The release, the head's acquire, and at most its step out of line; a stampede would be 20+.
+    expect(during).toBeLessThanOrEqual(4);
+    expect(acquired).toHaveLength(1);
+    // Drain the line: each release hands over to the next.
+    while (acquired.length < 20) {
+      const next = acquired.length;
+      await acquired[next - 1]!.release();
+      while (acquired.length === next) await sleep(1);
+    }
+    await acquired[19]!.release();
+    await Promise.all(waiters);
+  });
+
+  it('falls back to the holder\'s expiry when a lock is not released', async () => {
+    const resource = fresh('expired-holder');
+    await client().acquire(resource, 400); // never released
+    const lock = await client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
+    expect(lock.remainingMs()).toBeGreaterThan(0);
+    await lock.release();
+  });
+
+  it('a waiter that gives up (abort) leaves the line, so the next one is not held up', async () => {
+    const resource = fresh('abandon');
+    const holder = await client().acquire(resource, 10_000);
+    const controller = new AbortController();
+    const quitter = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { signal: controller.signal, waitTimeout: 30_000 });
+    await sleep(100);
+    const next = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
+    await sleep(100);
+    controller.abort(new Error('not needed any more'));
+    await expect(quitter).rejects.toThrow('not needed any more');
+    await holder.release();
+    // The quitter had a 15 s lease on its place: only its leaving lets the next one in this soon.
+    const lock = await next;
+    await lock.release();
+  });
+
+  it('a waiter that vanished without leaving loses its place when its lease runs out', async () => {
+    const resource = fresh('crashed');
+    const holder = await client().acquire(resource, 10_000);
+    const crashedClients = servers.connect();
+    const crashed = new Redlock(crashedClients, { retryDelay: 50, retryJitter: 0 });
+    const doomed = crashed.acquire(resource, 10_000, { waitTimeout: 30_000 }).catch((error: unknown) => error);
+    await sleep(150); // in line, first
+    for (const c of crashedClients) c.disconnect(); // gone, without a word
+    const next = client({ retryDelay: 100, retryJitter: 0, retryCount: Infinity }).acquire(resource, 10_000, { waitTimeout: 10_000 });
+    await sleep(50);
+    await holder.release();
+    const lock = await next; // after the crashed waiter's 1 s lease, not never
+    await lock.release();
+    await crashed.quit();
+    await doomed;
+  });
+});
+
+describe('fairness under contention', () => {
+  it('8 workers with ~1 ms holds share the lock evenly: no worker takes it straight back', async () => {
+    const resource = fresh('fair');
+    const counts = Array(8).fill(0) as number[];
+    let handoffs = 0;
+    let lastHolder = -1;
+    const stopAt = performance.now() + 1_500;
+    await Promise.all(
+      counts.map(async (_, worker) => {
+        const redlock = client();
+        while (performance.now() < stopAt) {
+          const lock = await redlock.acquire(resource, 2_000, { waitTimeout: 5_000 }).catch(() => undefined);
+          if (!lock) continue;
+          counts[worker]!++;
+          if (lastHolder !== -1 && lastHolder !== worker) handoffs++;
+          lastHolder = worker;
+          await sleep(1);
+          await lock.release();
+        }
+      }),
+    );
+    const total = counts.reduce((a, b) => a + b, 0);
+    expect(total).toBeGreaterThan(100);
+    // Peers give one worker 23–41 % and hand over to another worker a few times a second.
+    expect(Math.max(...counts) / total).toBeLessThan(0.2);
+    expect(handoffs / total).toBeGreaterThan(0.8);
+  });
+});
