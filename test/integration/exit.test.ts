@@ -9,8 +9,8 @@ beforeAll(async () => {
 });
 afterAll(() => servers?.close());
 
-it('a process that used Redlock exits by itself after quitting its clients', async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/exit-child.ts', ...servers.masters.map((m) => String(m.port))], {
+it.each(['quit', 'no-quit'])('a process that used Redlock exits by itself after quitting its clients (redlock.quit(): %s)', async (mode) => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/exit-child.ts', mode, ...servers.masters.map((m) => String(m.port))], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
