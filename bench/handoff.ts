@@ -95,7 +95,11 @@ async function round(name: ClientName, index: number) {
   // Only one worker holds the lock at a time, so the latest release() call is always the previous
   // holder's: an acquisition's handoff latency is measured from it.
   let lastRelease: { worker: number; at: number } | undefined;
-  const handoffs: number[] = []; // ms from the previous holder calling release() to another worker holding it
+  // When the current holder first let go in its streak (it may take the lock straight back many
+  // times): a waiter's handoff is measured from there, since that is when the lock was offered.
+  let streakStart: { worker: number; at: number } | undefined;
+  const idleGaps: number[] = []; // ms from any release() call to the next acquisition by anyone
+  const handoffs: number[] = []; // ms from the holder's first release in its streak to another worker holding it
   let selfHandoffs = 0; // the worker that just released got it again
   // The releasing worker is back in acquire() within ~1 ms, so another worker only wins when its
   // retry happens to land in that gap: handoffs[] then stays short whatever the retry delay. The
@@ -127,14 +131,16 @@ async function round(name: ClientName, index: number) {
       mostHolders = Math.max(mostHolders, ++holding);
       if (acquiredAt < end) {
         perWorker[id]!++;
+        if (lastRelease) idleGaps.push(acquiredAt - lastRelease.at);
         if (lastRelease?.worker === id) selfHandoffs++;
-        else if (lastRelease) {
-          handoffs.push(acquiredAt - lastRelease.at);
+        else if (lastRelease && streakStart) {
+          handoffs.push(acquiredAt - streakStart.at);
           waited.push(acquiredAt - calledAt);
         }
       }
       await sleep(1);
       const releaseAt = performance.now();
+      if (streakStart?.worker !== id || lastRelease?.worker !== id) streakStart = { worker: id, at: releaseAt };
       lastRelease = { worker: id, at: releaseAt };
       holding--;
       await lock.release();
@@ -155,6 +161,7 @@ async function round(name: ClientName, index: number) {
     handoffs: handoffs.length,
     selfHandoffs,
     handoffMs: { p50: quantile(handoffs, 0.5), p90: quantile(handoffs, 0.9), p99: quantile(handoffs, 0.99), max: Math.max(...handoffs) },
+    idleGapMs: { p50: quantile(idleGaps, 0.5), p99: quantile(idleGaps, 0.99) },
     waitedMs: { p50: quantile(waited, 0.5), p99: quantile(waited, 0.99) },
     releaseMs: { p50: quantile(releaseMs, 0.5), p99: quantile(releaseMs, 0.99) },
     topWorkerPct: (100 * Math.max(...perWorker)) / acquisitions,
@@ -180,6 +187,7 @@ const summary = names.map((name) => {
     perSecond: m((r) => r.perSecond),
     toAnotherPct: m((r) => r.toAnotherPct),
     handoffMs: { p50: m((r) => r.handoffMs.p50), p90: m((r) => r.handoffMs.p90), p99: m((r) => r.handoffMs.p99) },
+    idleGapMs: { p50: m((r) => r.idleGapMs.p50), p99: m((r) => r.idleGapMs.p99) },
     waitedMs: { p50: m((r) => r.waitedMs.p50), p99: m((r) => r.waitedMs.p99) },
     topWorkerPct: m((r) => r.topWorkerPct),
     minWorkerPct: m((r) => r.minWorkerPct),
@@ -190,16 +198,16 @@ const summary = names.map((name) => {
 
 const ms = (n: number) => (Number.isFinite(n) ? `${n.toFixed(1)} ms` : '–');
 console.log(`\n5 local masters, ${WORKERS} workers on one resource (ttl ${TTL} ms, hold 1 ms), ${seconds} s per round, ${rounds} rounds each, interleaved; medians across rounds\n`);
-console.log('| client | acquisitions/s | to another worker | handoff p50 | p90 | p99 | new holder waited p50 | p99 | top worker share | min worker share | failed acquires | most holders at once |');
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('| client | acquisitions/s | to another worker | handoff to a waiter p50 | p90 | p99 | new holder waited p50 | p99 | release → next acquire (anyone) p50 | p99 | top worker share | min worker share | failed acquires | most holders at once |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const s of summary) {
   console.log(
-    `| ${s.client} | ${s.perSecond.toFixed(1)} | ${s.toAnotherPct.toFixed(1)} % | ${ms(s.handoffMs.p50)} | ${ms(s.handoffMs.p90)} | ${ms(s.handoffMs.p99)} | ${ms(s.waitedMs.p50)} | ${ms(s.waitedMs.p99)} | ${s.topWorkerPct.toFixed(1)} % | ${s.minWorkerPct.toFixed(1)} % | ${s.failed} | ${s.mostHolders} |`,
+    `| ${s.client} | ${s.perSecond.toFixed(1)} | ${s.toAnotherPct.toFixed(1)} % | ${ms(s.handoffMs.p50)} | ${ms(s.handoffMs.p90)} | ${ms(s.handoffMs.p99)} | ${ms(s.waitedMs.p50)} | ${ms(s.waitedMs.p99)} | ${ms(s.idleGapMs.p50)} | ${ms(s.idleGapMs.p99)} | ${s.topWorkerPct.toFixed(1)} % | ${s.minWorkerPct.toFixed(1)} % | ${s.failed} | ${s.mostHolders} |`,
   );
 }
 const [ours, theirs] = summary;
 for (const s of summary) if (s.mostHolders > 1) console.log(`\nWARNING: ${s.client} let ${s.mostHolders} workers hold the lock at once: its numbers are not a valid handoff measurement.`);
-console.log(`\nHandoff p50, node-redlock / quorumlock: ${(theirs!.handoffMs.p50 / ours!.handoffMs.p50).toFixed(2)}×`);
+console.log(`\nHandoff to a waiter p50, node-redlock / quorumlock: ${(theirs!.handoffMs.p50 / ours!.handoffMs.p50).toFixed(1)}×; new holder's wait p50: ${(theirs!.waitedMs.p50 / ours!.waitedMs.p50).toFixed(1)}×`);
 
 mkdirSync('bench/results', { recursive: true });
 writeFileSync(

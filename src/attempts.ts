@@ -92,7 +92,7 @@ export async function acquireWithRetries(
       if (!watch) {
         // Listen first, then try again at once and join the line: a release that falls between
         // the refusal and the subscription is then seen by the next attempt, not missed.
-        watch = notifications.watch(resources, waiter.id);
+        watch = notifications.watch(waiter.id);
         wait = pTimeout(watch.ready, { milliseconds: settings.nodeTimeout, message: false });
       } else {
         // A release may come at any moment: wait out the delay or what is left of the budget,

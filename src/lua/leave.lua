@@ -12,7 +12,7 @@ for i = 1, n do
     redis.call('ZREM', leases, ARGV[1])
     local head = redis.call('ZRANGE', line, 0, 0)[1]
     if head and redis.call('EXISTS', KEYS[i]) == 0 then
-      redis.call('PUBLISH', 'quorumlock:' .. KEYS[i], head)
+      redis.call('PUBLISH', 'quorumlock:waiter:' .. head, KEYS[i])
     end
   end
 end

@@ -1,8 +1,9 @@
 -- Release, and hand the resource to the first waiter in line.
 -- KEYS: the n lock keys, then their n line keys, then their n lease keys. ARGV[1]: value.
 -- Deletes each lock key that still holds ARGV[1]; leaves keys of other owners alone. Where a line
--- of waiters exists, PUBLISHes on 'quorumlock:<lock key>' the id of the waiter now first in line,
--- so that only it wakes up (no stampede). Returns how many keys were deleted.
+-- of waiters exists, PUBLISHes to the channel of the waiter now first in line only
+-- ('quorumlock:waiter:<id>'): one message per member per release, however long the line, and
+-- only that waiter wakes up. Returns how many keys were deleted.
 local n = #KEYS / 3
 -- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
 -- and a lock could be reported that was never set.
@@ -28,7 +29,7 @@ for i = 1, n do
       end
       local head = redis.call('ZRANGE', line, 0, 0)[1]
       if head then
-        redis.call('PUBLISH', 'quorumlock:' .. KEYS[i], head)
+        redis.call('PUBLISH', 'quorumlock:waiter:' .. head, KEYS[i])
       end
     end
   end

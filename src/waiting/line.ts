@@ -20,9 +20,12 @@ export function lineKeys(resources: readonly string[]): string[] {
   return [...resources, ...tagged.map((key) => `${key}:quorumlock:line`), ...tagged.map((key) => `${key}:quorumlock:leases`)];
 }
 
-/** The channel a member announces a release of `lockKey` on (with the client's keyPrefix applied). */
-export function releaseChannel(keyPrefix: string, resource: string): string {
-  return `quorumlock:${keyPrefix}${resource}`;
+/**
+ * The channel on which members tell one waiter it is first in line after a release. One channel
+ * per waiter: a release sends one message per member, however many wait.
+ */
+export function waiterChannel(waiterId: string): string {
+  return `quorumlock:waiter:${waiterId}`;
 }
 
 export interface Waiter {

@@ -1,40 +1,31 @@
 /**
- * Waking waiters when a lock is released, instead of making them poll.
+ * Waking a waiter when the lock is released to it, instead of making it poll.
  *
- * The release script PUBLISHes, on each member, the id of the waiter now first in line. Each
- * Redlock keeps one subscriber connection per member (a duplicate of the user's client, opened on
- * first need, closed by quit() or when the user's client ends), shared by all its waiters. A
- * waiter wakes when a majority of members have named it: one release wakes one waiter, whatever
- * the length of the line, so the load per release stays bounded. Messages can be lost (a
- * subscriber reconnecting, a lock that expired instead of being released): the timed retry
- * stays as the fallback.
+ * The release script PUBLISHes, on each member, to the channel of the waiter now first in line
+ * (and only to it). Each Redlock keeps one subscriber connection per member (a duplicate of the
+ * user's client, opened on first need, closed by quit() or when the user's client ends), on which
+ * each of its waiting acquires subscribes to its own channel. A waiter wakes when a majority of
+ * members have named it. So one release costs one message per member and wakes one waiter,
+ * however long the line: the load per release stays bounded. Messages can be lost (a subscriber
+ * reconnecting, a lock that expired instead of being released): the timed retry stays as the
+ * fallback.
  */
 import type { Redis } from 'ioredis';
 import type { Clock } from '../clock/index.js';
 import type { Member } from '../member.js';
 import type { Logger } from '../options.js';
 import { quorumOf } from '../quorum/tally.js';
-import { releaseChannel } from './line.js';
-
-/** A channel stays subscribed this long after its last waiter left: the next one often comes soon. */
-const LINGER_MS = 1_000;
-
-interface Subscription {
-  watches: Set<Watch>;
-  linger: NodeJS.Timeout | undefined;
-}
+import { waiterChannel } from './line.js';
 
 /** One waiter's ears: which members have named it first in line since the last reset. */
 export class Watch {
   readonly #announced = new Set<number>();
   readonly #quorum: number;
   #wake: (() => void) | undefined;
-
   /** Resolves once the subscriptions are in place (or could not be made) on every member. */
   ready: Promise<unknown> = Promise.resolve();
 
   constructor(
-    readonly waiterId: string,
     memberCount: number,
     private readonly onClose: () => void,
   ) {
@@ -82,33 +73,34 @@ export class Notifications {
   readonly #members: readonly Member[];
   readonly #logger: Logger;
   readonly #subscribers: (Redis | undefined)[];
-  /** Per member: channel → who listens on it. */
-  readonly #subscriptions: Map<string, Subscription>[];
+  /** Per member: waiter channel → its watch. */
+  readonly #watches: Map<string, Watch>[];
   #closed = false;
 
   constructor(members: readonly Member[], logger: Logger) {
     this.#members = members;
     this.#logger = logger;
     this.#subscribers = members.map(() => undefined);
-    this.#subscriptions = members.map(() => new Map());
+    this.#watches = members.map(() => new Map());
   }
 
-  /** Starts listening for releases of `resources` on behalf of `waiterId`. */
-  watch(resources: readonly string[], waiterId: string): Watch {
-    const joined: [number, string][] = [];
-    const watch = new Watch(waiterId, this.#members.length, () => {
-      for (const [index, channel] of joined) this.#leave(index, channel, watch);
+  /** Starts listening for the members' word that `waiterId` is first in line after a release. */
+  watch(waiterId: string): Watch {
+    const channel = waiterChannel(waiterId);
+    const watch = new Watch(this.#members.length, () => {
+      this.#watches.forEach((watches, index) => {
+        if (watches.delete(channel)) this.#subscribers[index]?.unsubscribe(channel).catch(() => undefined);
+      });
     });
     if (this.#closed) return watch; // after quit(): timed retries only
-    const ready: Promise<unknown>[] = [];
-    this.#members.forEach((member, index) => {
-      for (const resource of resources) {
-        const channel = releaseChannel(member.keyPrefix, resource);
-        joined.push([index, channel]);
-        ready.push(this.#join(index, channel, watch));
-      }
-    });
-    watch.ready = Promise.allSettled(ready);
+    watch.ready = Promise.allSettled(
+      this.#members.map((member, index) => {
+        this.#watches[index]!.set(channel, watch);
+        return this.#subscriber(index)
+          .subscribe(channel)
+          .catch((error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries on this member'));
+      }),
+    );
     return watch;
   }
 
@@ -118,42 +110,13 @@ export class Notifications {
     this.#subscribers.forEach((_, index) => this.#closeSubscriber(index));
   }
 
-  #join(index: number, channel: string, watch: Watch): Promise<unknown> {
-    const subscriptions = this.#subscriptions[index]!;
-    const existing = subscriptions.get(channel);
-    if (existing) {
-      clearTimeout(existing.linger);
-      existing.linger = undefined;
-      existing.watches.add(watch);
-      return Promise.resolve();
-    }
-    subscriptions.set(channel, { watches: new Set([watch]), linger: undefined });
-    return this.#subscriber(index)
-      .subscribe(channel)
-      .catch((error: Error) => this.#logger.debug({ member: this.#members[index]!.id, error: error.message }, 'could not subscribe; waiting by timed retries on this member'));
-  }
-
-  #leave(index: number, channel: string, watch: Watch): void {
-    const subscription = this.#subscriptions[index]!.get(channel);
-    if (!subscription?.watches.delete(watch) || subscription.watches.size > 0) return;
-    subscription.linger = setTimeout(() => {
-      this.#subscriptions[index]!.delete(channel);
-      this.#subscribers[index]?.unsubscribe(channel).catch(() => undefined);
-    }, LINGER_MS);
-    subscription.linger.unref();
-  }
-
   #subscriber(index: number): Redis {
     const existing = this.#subscribers[index];
     if (existing) return existing;
     const member = this.#members[index]!;
     const subscriber = member.subscriber();
     subscriber.on('error', (error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'subscriber connection error'));
-    subscriber.on('message', (channel: string, head: string) => {
-      const subscription = this.#subscriptions[index]!.get(channel);
-      if (!subscription) return;
-      for (const watch of subscription.watches) if (watch.waiterId === head) watch.announce(index);
-    });
+    subscriber.on('message', (channel: string) => this.#watches[index]!.get(channel)?.announce(index));
     // The user quitting their client ends our duplicate too, so their process can exit.
     member.onEnd(() => this.#closeSubscriber(index));
     this.#subscribers[index] = subscriber;
@@ -163,8 +126,7 @@ export class Notifications {
   #closeSubscriber(index: number): void {
     const subscriber = this.#subscribers[index];
     this.#subscribers[index] = undefined;
-    for (const subscription of this.#subscriptions[index]!.values()) clearTimeout(subscription.linger);
-    this.#subscriptions[index]!.clear();
+    this.#watches[index]!.clear();
     subscriber?.disconnect();
   }
 }
