@@ -100,8 +100,10 @@ export async function acquireWithRetries(
         const delay = Math.min(nextTryMs(round.votes, retryDelayMs(policy)), budgetEnd - clock.now());
         wait = watch.wait(delay, clock, policy.signal);
       }
+      // The rollback runs alongside the wait: it goes out before the next attempt on every
+      // connection anyway, and only the last one is awaited (nothing is left behind on reject).
       try {
-        await Promise.all([rollback, wait]);
+        await wait;
       } catch (abortReason) {
         await rollback;
         throw abortReason;

@@ -69,6 +69,20 @@ export class Watch {
   }
 }
 
+/** Resolves when `count` of the promises resolved; rejects when that can no longer happen. */
+function atLeast(count: number, promises: Promise<unknown>[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let resolved = 0;
+    let rejected = 0;
+    for (const promise of promises) {
+      promise.then(
+        () => ++resolved === count && resolve(),
+        (error: unknown) => promises.length - ++rejected < count && reject(error),
+      );
+    }
+  });
+}
+
 export class Notifications {
   readonly #members: readonly Member[];
   readonly #logger: Logger;
@@ -93,13 +107,14 @@ export class Notifications {
       });
     });
     if (this.#closed) return watch; // after quit(): timed retries only
-    watch.ready = Promise.allSettled(
-      this.#members.map((member, index) => {
-        this.#watches[index]!.set(channel, watch);
-        return this.#subscriber(index)
-          .subscribe(channel)
-          .catch((error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries on this member'));
-      }),
+    const subscribed = this.#members.map((member, index) => {
+      this.#watches[index]!.set(channel, watch);
+      return this.#subscriber(index).subscribe(channel);
+    });
+    // A waiter needs a majority of announcements, so a majority of subscriptions is enough: a
+    // member that is down must not hold up every waiter.
+    watch.ready = atLeast(quorumOf(subscribed.length), subscribed).catch((error: Error) =>
+      this.#logger.debug({ error: error.message }, 'could not subscribe on a majority; waiting by timed retries'),
     );
     return watch;
   }
