@@ -37,8 +37,12 @@ export interface Waiter {
   leaseMs: number;
 }
 
+/** Unique, not secret: a random prefix per process and a counter. */
+const processToken = randomBytes(9).toString('base64url');
+let waiterCount = 0;
+
 export function newWaiterId(): string {
-  return randomBytes(9).toString('base64url');
+  return `${processToken}.${(++waiterCount).toString(36)}`;
 }
 
 /**
