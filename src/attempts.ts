@@ -101,19 +101,16 @@ export async function acquireWithRetries(
         wait = watch.wait(delay, clock, policy.signal);
       }
       // The rollback runs alongside the wait: it goes out before the next attempt on every
-      // connection anyway, and only the last one is awaited (nothing is left behind on reject).
-      try {
-        await wait;
-      } catch (abortReason) {
-        await rollback;
-        throw abortReason;
-      }
+      // connection anyway. Only the last one is awaited, on every way out below.
+      await wait;
     }
     await rollback;
     const error = new LockAcquireError(resources, attempts, clock.now() - begin, stoppedBecause);
     logger.debug({ resources, attempts: attempts.length, outcome: error.outcome, elapsedMs: error.elapsedMs }, 'lock not acquired');
     throw error;
   } catch (error) {
+    // Rejecting (retries or budget used up, aborted): nothing this call set may be left behind.
+    await rollback;
     if (joined) leaveLine(members, resources, waiter);
     throw error;
   } finally {

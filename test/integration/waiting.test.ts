@@ -172,3 +172,21 @@ describe('fairness under contention', () => {
     expect(handoffs / total).toBeGreaterThan(0.8);
   });
 });
+
+describe('aborting a waiter', () => {
+  it('leaves nothing behind at any point of the wait: no key of its own, no place in line', async () => {
+    const resource = fresh('abort-anywhere');
+    const holder = await client().acquire(resource, 10_000);
+    for (const afterMs of [0, 1, 3, 10, 40]) {
+      const controller = new AbortController();
+      const waiting = client({ retryDelay: 5, retryJitter: 2, retryCount: Infinity }).acquire(resource, 10_000, { signal: controller.signal });
+      setTimeout(() => controller.abort(new Error('stop')), afterMs);
+      await expect(waiting).rejects.toThrow('stop');
+      expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(holder.value));
+    }
+    await sleep(20); // the fire-and-forget leave commands land
+    const lines = await Promise.all(servers.clients.map((c) => c.zcard(`{${resource}}:quorumlock:line`)));
+    expect(lines).toEqual(Array(5).fill(0));
+    await holder.release();
+  });
+});
