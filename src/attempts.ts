@@ -75,7 +75,7 @@ export async function acquireWithRetries(
       watch?.reset();
       const inLine = attempt > 1 && policy.retryCount > 0;
       joined ||= inLine;
-      const result = await attemptLock(members, settings, resources, ttl, timeoutMs, inLine ? waiter : outOfLine, policy.signal);
+      const result = await attemptLock(members, settings, resources, ttl, timeoutMs, inLine ? waiter : outOfLine, policy.fencing, policy.signal);
       if (result.won) {
         // Where we did not lock, an earlier or late refusal may have put us in line: step out.
         if (inLine) leaveLine(members.filter((_, index) => result.round.votes[index]!.vote !== 'locked'), resources, waiter);

@@ -8,9 +8,12 @@ import { describeVotes, type MemberVote } from './quorum/votes.js';
  * How one attempt ended:
  * - 'taken': at least one member holds the resource for another owner, and quorum was not reached;
  * - 'unavailable': not enough members answered (timeouts, errors) for a quorum;
+ * - 'quarantined': enough answered, but too many of them are in quarantine (their data is younger
+ *   than maxLockTtl: restarted, flushed or new; or not a master);
+ * - 'unfenced': locked, but no fencing token could be issued (too few members with trusted counters);
  * - 'expired': quorum was reached, but so late that no validity was left (ttl − elapsed − drift ≤ 0).
  */
-export type AttemptOutcome = 'taken' | 'unavailable' | 'expired';
+export type AttemptOutcome = 'taken' | 'unavailable' | 'quarantined' | 'unfenced' | 'expired';
 
 export interface AttemptRecord {
   /** 1 for the first attempt. */
@@ -44,7 +47,12 @@ export class LockAcquireError extends Error {
     readonly stoppedBecause: 'retries exhausted' | 'wait budget exhausted',
   ) {
     const last = attempts[attempts.length - 1];
-    const what = last ? `${describeVotes(last.votes)}${last.outcome === 'expired' ? `, but validity was used up (${Math.round(last.validityMs)} ms left)` : ''}` : 'no attempt fit in the wait budget';
+    const hints: Partial<Record<AttemptOutcome, string>> = {
+      expired: `, but validity was used up (${Math.round(last?.validityMs ?? 0)} ms left)`,
+      quarantined: ': members whose data is younger than maxLockTtl (restarted, flushed or new) or that are not masters do not count; if they are brand new, declare them trusted with redlock.trustMembers()',
+      unfenced: ': locked, but too few members have trusted fence counters to issue a token (members that lost their data do not count until a token is written to them; a brand-new deployment declares its members with redlock.trustMembers())',
+    };
+    const what = last ? `${describeVotes(last.votes)}${hints[last.outcome] ?? ''}` : 'no attempt fit in the wait budget';
     const count = `${attempts.length} attempt${attempts.length === 1 ? '' : 's'}`;
     super(`could not lock ${resourceList(resources)}: ${what}, after ${count} in ${Math.round(elapsedMs)} ms (${stoppedBecause})`);
     this.outcome = last?.outcome ?? 'unavailable';

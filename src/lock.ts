@@ -43,12 +43,20 @@ export class Lock implements AsyncDisposable {
   #expiryTimer: NodeJS.Timeout | undefined;
   #lost: LockLostError | undefined;
 
-  constructor(context: LockContext, resources: readonly string[], value: string, deadline: number, votes: readonly MemberVote[]) {
+  /**
+   * With `{ fencing: true }`: a token that is larger than every token issued before for any of
+   * these resources, by any client. Hand it to the protected resource with each write, and have it
+   * reject writes carrying a smaller token than the largest it has seen (README, "Fencing").
+   */
+  readonly fence: number | undefined;
+
+  constructor(context: LockContext, resources: readonly string[], value: string, deadline: number, votes: readonly MemberVote[], fence?: number) {
     this.#context = context;
     this.resources = Object.freeze([...resources]);
     this.value = value;
     this.#deadline = deadline;
     this.#votes = votes;
+    this.fence = fence;
   }
 
   /**
@@ -181,8 +189,9 @@ export class Lock implements AsyncDisposable {
   }
 
   /** What JSON.stringify (and so a pino log line) shows of a lock: never the value. */
-  toJSON(): { resources: readonly string[]; remainingMs: number; released: boolean } {
-    return { resources: this.resources, remainingMs: this.remainingMs(), released: this.#released };
+  toJSON(): { resources: readonly string[]; remainingMs: number; released: boolean; fence?: number } {
+    const json = { resources: this.resources, remainingMs: this.remainingMs(), released: this.#released };
+    return this.fence === undefined ? json : { ...json, fence: this.fence };
   }
 
   [inspect.custom](): string {

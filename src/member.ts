@@ -4,7 +4,8 @@
  */
 import type { Redis } from 'ioredis';
 import { registerScripts, type ScriptCommands } from './lua/scripts.js';
-import { lineKeys, type Waiter } from './waiting/line.js';
+import type { Logger } from './options.js';
+import { EPOCH_KEY, lineKeys, type Waiter } from './waiting/line.js';
 
 interface ClientShape {
   options?: { host?: string; port?: number; path?: string; db?: number; name?: string; sentinels?: { host?: string; port?: number }[] | null };
@@ -41,25 +42,81 @@ export interface Refusal {
   place: number | undefined;
 }
 
+/** The keys were set on this member. */
+export interface Locked {
+  /** > 0: the member's data is younger than the quarantine (or it is not a master): its yes does not count. */
+  quarantinedForMs: number;
+  /** With fencing: the highest fence counter of the resources here, and whether that reading is trusted. */
+  fence?: { highest: number; trusted: boolean };
+}
+
+export interface AcquireRequest {
+  value: string;
+  ttlMs: number;
+  waiter: Waiter;
+  /** 0 = quarantine off. */
+  quarantineMs: number;
+  fencing: boolean;
+}
+
 export class Member {
   readonly id: string;
-  /** The client's keyPrefix: scripts see prefixed keys, so channels must use it too. */
-  readonly keyPrefix: string;
   readonly #client: Redis & ScriptCommands;
 
-  constructor(client: Redis) {
+  #role: string | undefined;
+  /** Any positive number marks a non-master as quarantined; it has no end while the role lasts. */
+  readonly #roleQuarantine = Number.MAX_SAFE_INTEGER;
+
+  constructor(client: Redis, logger: Logger) {
     this.id = memberId(client);
-    this.keyPrefix = (client as { options?: { keyPrefix?: string } }).options?.keyPrefix ?? '';
     this.#client = registerScripts(client);
+    // ROLE at connect and at every reconnect: a member may come back as a replica.
+    const checkRole = () => {
+      this.#client.role().then(
+        (reply) => {
+          const role = String((reply as unknown[])[0]);
+          if (role !== 'master' && role !== this.#role) logger.warn({ member: this.id, role }, 'member is not a master: it will not count toward quorum');
+          this.#role = role;
+        },
+        (error: Error) => logger.debug({ member: this.id, error: error.message }, 'could not read the member role'),
+      );
+    };
+    if (this.#client.status === 'ready') checkRole();
+    this.#client.on('ready', checkRole);
   }
 
-  /** true when every key was set to `value` for `ttlMs`; otherwise why not. */
-  async acquire(resources: readonly string[], value: string, ttlMs: number, waiter: Waiter): Promise<true | Refusal> {
-    const keys = lineKeys(resources);
-    const reply = await this.#client.quorumlockAcquire(keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs);
-    if (reply === 1) return true;
-    const [why, heldForMs, place] = reply as [number, number, number];
-    return { why: why === 0 ? 'taken' : 'queued', heldForMs: heldForMs >= 0 ? heldForMs : undefined, place: place >= 0 ? place : undefined };
+  /** The keys were set (Locked), or why not (Refusal). */
+  async acquire(resources: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
+    const keys = [...lineKeys(resources), EPOCH_KEY];
+    const { value, ttlMs, waiter, quarantineMs, fencing } = request;
+    const reply = await this.#client.quorumlockAcquire(keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0);
+    // A replica that accepts writes (replica-read-only no) must never count: its key can vanish
+    // in a resync, and a failover hands its data, not ours, to the new master.
+    const replica = this.#role !== undefined && this.#role !== 'master' ? this.#roleQuarantine : 0;
+    if (reply === 1) return { quarantinedForMs: replica };
+    const [status, a, b, c] = reply as number[];
+    if (status === 1 || status === 3) {
+      const locked: Locked = { quarantinedForMs: Math.max(a!, replica) };
+      if (fencing) locked.fence = { highest: b!, trusted: c === 1 };
+      return locked;
+    }
+    return { why: status === 0 ? 'taken' : 'queued', heldForMs: a! >= 0 ? a : undefined, place: b! >= 0 ? b : undefined };
+  }
+
+  /** Raises the fence counters of a lock we hold to `proposed`: {raised, highest before, trusted}. */
+  async fence(resources: readonly string[], value: string, proposed: number): Promise<{ raised: boolean; highest: number; trusted: boolean }> {
+    const [raised, highest, trusted] = await this.#client.quorumlockFence(resources.length + 1, ...resources, EPOCH_KEY, value, proposed);
+    return { raised: raised === 1, highest, trusted: trusted === 1 };
+  }
+
+  /** Declares this member brand new: ends its quarantine, absent fence counters read as 0. */
+  trust(quarantineMs: number): Promise<number> {
+    return this.#client.quorumlockTrust(1, EPOCH_KEY, quarantineMs);
+  }
+
+  /** The role this member reported at its last (re)connect: 'master', 'slave', ... */
+  get role(): string | undefined {
+    return this.#role;
   }
 
   /** 1 when every key still held `value` and now expires in `ttlMs`, 0 otherwise. */

@@ -34,6 +34,18 @@ export interface RedlockOptions {
   logger?: Logger;
   /** Where time comes from. Default: the monotonic system clock. Tests and simulators inject a ManualClock. */
   clock?: Clock;
+  /**
+   * The longest ttl this Redlock may use (acquire and extend), and the length of the restart
+   * quarantine: a member whose data is younger than this (it restarted without persistence, was
+   * flushed, or is new) does not count toward quorum. Every client of the same resources must use
+   * a maxLockTtl at least as long as the longest ttl any of them uses. Default 60 000 ms.
+   */
+  maxLockTtl?: number;
+  /**
+   * false turns the restart quarantine off. Unsafe: a member that restarts empty can then let a
+   * second client in while the first still holds the lock. For demonstrating that hazard. Default true.
+   */
+  quarantine?: boolean;
 }
 
 export interface AcquireOptions {
@@ -48,6 +60,11 @@ export interface AcquireOptions {
   waitTimeout?: number;
   /** Cancels the acquire: it rolls back whatever it set and rejects with `signal.reason`. */
   signal?: AbortSignal;
+  /**
+   * Issue `lock.fence`, a token that strictly increases for each resource across all clients, for
+   * the protected resource to reject stale writers. Costs one more round to the members.
+   */
+  fencing?: boolean;
 }
 
 export interface Settings {
@@ -58,6 +75,8 @@ export interface Settings {
   nodeTimeout: number;
   logger: Logger;
   clock: Clock;
+  maxLockTtl: number;
+  quarantine: boolean;
 }
 
 export const defaults = {
@@ -66,6 +85,8 @@ export const defaults = {
   retryDelay: 200,
   retryJitter: 100,
   nodeTimeout: 50,
+  maxLockTtl: 60_000,
+  quarantine: true,
 } as const;
 
 /** Redis accepts larger PX values, but Node timers (auto-extension) do not go beyond this. */
@@ -141,7 +162,18 @@ export function checkSettings(options: RedlockOptions = {}): Settings {
     nodeTimeout: options.nodeTimeout === undefined ? defaults.nodeTimeout : checkNodeTimeout(options.nodeTimeout),
     logger: options.logger === undefined ? silentLogger : checkLogger(options.logger),
     clock: options.clock === undefined ? systemClock : checkClock(options.clock),
+    maxLockTtl: options.maxLockTtl === undefined ? defaults.maxLockTtl : checkMaxLockTtl(options.maxLockTtl),
+    quarantine: options.quarantine === undefined ? defaults.quarantine : checkBoolean('quarantine', options.quarantine),
   };
+}
+
+function checkBoolean(parameter: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw argumentError(TypeError, parameter, `must be true or false, got ${show(value)}`);
+  return value;
+}
+
+function checkMaxLockTtl(value: unknown): number {
+  return checkNumber('maxLockTtl', value, { min: 1, integer: true });
 }
 
 export function checkMembers(members: unknown): Redis[] {
@@ -189,12 +221,14 @@ export function minTtl({ driftFactor, nodeTimeout }: Pick<Settings, 'driftFactor
  * A ttl must leave room for at least one member timeout plus the drift allowance, or a lock could
  * never come out with positive validity.
  */
-export function checkTtl(ttl: unknown, settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'>, parameter = 'ttl'): number {
+export function checkTtl(ttl: unknown, settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'> & Partial<Pick<Settings, 'maxLockTtl'>>, parameter = 'ttl'): number {
   const { driftFactor, nodeTimeout } = settings;
   const floor = minTtl(settings);
-  const range = `an integer from ${floor} to ${MAX_TTL_MS} ms`;
+  const ceiling = Math.min(MAX_TTL_MS, settings.maxLockTtl ?? MAX_TTL_MS);
+  const range = `an integer from ${floor} to ${ceiling} ms`;
   if (typeof ttl !== 'number' || Number.isNaN(ttl)) throw argumentError(TypeError, parameter, `must be ${range}, got ${show(ttl)}`);
   if (!Number.isInteger(ttl) || ttl > MAX_TTL_MS || ttl <= 0) throw argumentError(RangeError, parameter, `must be ${range}, got ${show(ttl)}`);
+  if (ttl > ceiling) throw argumentError(RangeError, parameter, `must be ${range} (raise maxLockTtl to use longer locks), got ${ttl}`);
   const drift = driftMs(ttl, driftFactor);
   if (ttl <= drift + nodeTimeout) {
     throw argumentError(RangeError, parameter, `must be larger than nodeTimeout + drift (${nodeTimeout} + ${drift} ms), got ${ttl}: ${range}`);
@@ -203,6 +237,7 @@ export function checkTtl(ttl: unknown, settings: Pick<Settings, 'driftFactor' | 
 }
 
 export interface AttemptPolicy {
+  fencing: boolean;
   retryCount: number;
   retryDelay: number;
   retryJitter: number;
@@ -224,7 +259,8 @@ export function checkAcquireOptions(options: AcquireOptions | undefined, setting
   const waitTimeout = options?.waitTimeout === undefined ? budget : checkNumber('waitTimeout', options.waitTimeout, { min: 0, minExclusive: true, infinity: true });
   const signal = options?.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw argumentError(TypeError, 'signal', `must be an AbortSignal, got ${show(signal)}`);
-  return { ...retries, waitTimeout, signal };
+  const fencing = options?.fencing === undefined ? false : checkBoolean('fencing', options.fencing);
+  return { ...retries, waitTimeout, signal, fencing };
 }
 
 export interface UsingOptions extends AcquireOptions {

@@ -35,7 +35,7 @@ export class Redlock implements LockContext {
    */
   constructor(clients: readonly Redis[], options: RedlockOptions = {}) {
     this.settings = Object.freeze(checkSettings(options));
-    this.members = Object.freeze(checkMembers(clients).map((client) => new Member(client)));
+    this.members = Object.freeze(checkMembers(clients).map((client) => new Member(client, this.settings.logger)));
     this.#notifications = new Notifications(this.members, this.settings.logger);
   }
 
@@ -46,6 +46,28 @@ export class Redlock implements LockContext {
    */
   quit(): Promise<void> {
     return this.#notifications.quit();
+  }
+
+  /**
+   * Declares the members brand new and trusted: ends their restart quarantine and lets their
+   * absent fence counters read as 0. An explicit operator action for a new deployment, whose
+   * members would otherwise count only once maxLockTtl has passed. Never call it for members that
+   * may have lost data (restarted without persistence, flushed) while locks were held: that is
+   * the hazard the quarantine exists for. Resolves with what each member said.
+   */
+  async trustMembers(): Promise<{ member: string; trusted: boolean; quarantineLeftMs?: number; error?: Error }[]> {
+    const { maxLockTtl } = this.settings;
+    return Promise.all(
+      this.members.map((member) =>
+        member.trust(maxLockTtl).then(
+          (left) => ({ member: member.id, trusted: true, quarantineLeftMs: left }),
+          (error: Error) => ({ member: member.id, trusted: false, error }),
+        ),
+      ),
+    ).then((results) => {
+      this.settings.logger.info({ members: results.map(({ member, trusted }) => ({ member, trusted })) }, 'members declared trusted');
+      return results;
+    });
   }
 
   /** Votes needed: floor(N/2) + 1. */
@@ -110,6 +132,6 @@ export class Redlock implements LockContext {
   }
 
   #handle(resources: readonly string[], won: Won): Lock {
-    return new Lock(this, resources, won.value, won.deadline, won.round.votes);
+    return new Lock(this, resources, won.value, won.deadline, won.round.votes, won.fence);
   }
 }

@@ -1,18 +1,24 @@
--- Acquire, with a fair line of waiters.
--- KEYS: the n lock keys, then their n line keys, then their n lease keys.
+-- Acquire, with a fair line of waiters, the restart quarantine and (optionally) fence readings.
+-- KEYS: the n lock keys, then their n line keys, then their n lease keys, then the member's epoch
+--       hash (quorumlock:epoch: since = when this member's data began, genesis, fence counters).
 -- ARGV: value, ttl ms, waiter id, ticket (arrival order, the same on every member), lease ms
---       (how long a refused caller keeps its place without coming back; 0 = do not join the line).
--- Returns 1 when every lock key was set (all or nothing). Otherwise nothing is set and it returns
--- {why, heldForMs, place}: why = 0 held by another owner, 2 free but kept for an earlier waiter;
--- heldForMs = the longest PTTL among held keys (-1: none held); place = 0-based place in the
--- longest line (-1: not in line).
-local n = #KEYS / 3
+--       (how long a refused caller keeps its place without coming back; 0 = do not join the line),
+--       quarantine ms (0 = off), fencing (1 = report fence counters).
+-- Returns 1 when every lock key was set (all or nothing) and this member counts. When the keys
+-- were set but the member's data is younger than the quarantine, or fencing was asked for, it
+-- returns {1 | 3 (quarantined), quarantine ms left, highest fence counter, counter trusted 1/0}.
+-- Otherwise nothing is set and it returns {why, heldForMs, place}: why = 0 held by another owner,
+-- 2 free but kept for an earlier waiter; heldForMs = the longest PTTL among held keys (-1: none
+-- held); place = 0-based place in the longest line (-1: not in line).
+local n = (#KEYS - 1) / 3
 -- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
 -- and a lock could be reported that was never set.
 if n < 1 or n ~= math.floor(n) then
-  return redis.error_reply('quorumlock: expected 3 keys per resource (lock, line, leases), got ' .. #KEYS)
+  return redis.error_reply('quorumlock: expected 3 keys per resource (lock, line, leases) and the epoch key, got ' .. #KEYS)
 end
+local epoch = KEYS[#KEYS]
 local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local quarantine, fencing = tonumber(ARGV[6]), ARGV[7] == '1'
 local nowMs
 local function now()
   if not nowMs then
@@ -52,7 +58,45 @@ if heldFor == -1 and not ahead then
       redis.call('ZREM', KEYS[2 * n + i], waiter)
     end
   end
-  return 1
+  if quarantine == 0 and not fencing then
+    return 1
+  end
+  -- The epoch: created with this member's own time when absent. A restart without persistence,
+  -- FLUSHALL or eviction removes it, and with it every lock this member held: until a whole
+  -- quarantine (the longest ttl in use) has passed, another client may still hold a lock this
+  -- member forgot, so its yes must not count.
+  local since = tonumber(redis.call('HGET', epoch, 'since'))
+  if not since then
+    since = now()
+    redis.call('HSET', epoch, 'since', since)
+  end
+  local left = 0
+  if quarantine > 0 then
+    left = math.max(0, since + quarantine - now())
+  end
+  if not fencing then
+    if left == 0 then
+      return 1
+    end
+    return {3, left, 0, 0}
+  end
+  -- Fence readings: a counter is trusted when present (it was written in this epoch), or when
+  -- the member was declared brand new (genesis): absent then means never used.
+  local genesis = redis.call('HGET', epoch, 'genesis') == '1'
+  local highest, trusted = 0, 1
+  for i = 1, n do
+    local counter = tonumber(redis.call('HGET', epoch, 'fence:' .. KEYS[i]))
+    if counter then
+      highest = math.max(highest, counter)
+    elseif not genesis then
+      trusted = 0
+    end
+  end
+  local status = 1
+  if left > 0 then
+    status = 3
+  end
+  return {status, left, highest, trusted}
 end
 
 local place = -1

@@ -4,7 +4,7 @@
  * member that restarted with an empty script cache still works without an extra round trip.
  */
 import type { Redis } from 'ioredis';
-import { acquireLua, extendLua, leaveLua, releaseLua } from './sources.js';
+import { acquireLua, extendLua, fenceLua, leaveLua, releaseLua, trustLua } from './sources.js';
 
 /** The commands quorumlock adds to a client. Prefixed so they cannot clash with the user's own. */
 export interface ScriptCommands {
@@ -12,6 +12,8 @@ export interface ScriptCommands {
   quorumlockExtend(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   quorumlockRelease(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   quorumlockLeave(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  quorumlockFence(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<[number, number, number]>;
+  quorumlockTrust(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
 }
 
 const scripts = {
@@ -19,6 +21,8 @@ const scripts = {
   quorumlockExtend: extendLua,
   quorumlockRelease: releaseLua,
   quorumlockLeave: leaveLua,
+  quorumlockFence: fenceLua,
+  quorumlockTrust: trustLua,
 } as const;
 
 export function registerScripts(client: Redis): Redis & ScriptCommands {

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { deadlineOf, driftMs } from '../clock/index.js';
 import type { AttemptOutcome } from '../errors.js';
-import type { Member } from '../member.js';
+import type { AcquireRequest, Member } from '../member.js';
 import type { Settings } from '../options.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
@@ -33,7 +33,7 @@ export function newLockValue(): string {
 }
 
 export type AttemptResult =
-  | { won: true; value: string; round: RoundResult<LockAnswer>; deadline: number }
+  | { won: true; value: string; round: RoundResult<LockAnswer>; deadline: number; fence: number | undefined }
   | {
       won: false;
       outcome: AttemptOutcome;
@@ -43,9 +43,15 @@ export type AttemptResult =
       rollback: Promise<unknown>;
     };
 
-function acquireSender(resources: readonly string[], value: string, ttl: number, waiter: Waiter) {
+type FenceReading = { highest: number; trusted: boolean } | undefined;
+
+function acquireSender(resources: readonly string[], request: AcquireRequest, readings: FenceReading[], members: readonly Member[]) {
   return (member: Member): Promise<Answered<LockAnswer>> =>
-    member.acquire(resources, value, ttl, waiter).then((result) => (result === true ? 'locked' : { vote: result.why, heldForMs: result.heldForMs, place: result.place }));
+    member.acquire(resources, request).then((result) => {
+      if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place };
+      readings[members.indexOf(member)] = result.fence;
+      return result.quarantinedForMs > 0 ? { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs } : 'locked';
+    });
 }
 
 export function extendSender(resources: readonly string[], value: string, ttl: number) {
@@ -56,7 +62,51 @@ export const isLocked = (answer: LockAnswer): boolean => answer === 'locked';
 
 export function failureOutcome(won: boolean, votes: readonly MemberVote[]): AttemptOutcome {
   if (won) return 'expired';
-  return votes.some((vote) => vote.vote === 'taken' || vote.vote === 'queued') ? 'taken' : 'unavailable';
+  if (votes.some((vote) => vote.vote === 'taken' || vote.vote === 'queued')) return 'taken';
+  return votes.some((vote) => vote.vote === 'quarantined') ? 'quarantined' : 'unavailable';
+}
+
+/**
+ * The fencing token, one round after the lock is won: propose one more than every counter read
+ * in the acquire round, and write it on the members while we hold the lock there. It counts once
+ * a quorum of members raised their counter to it from a trusted reading.
+ *
+ * Why it strictly increases: an earlier token t was written on a quorum Q, each member of Q still
+ * holding that lock when it wrote, so before any later holder could lock it. Our quorum shares a
+ * member m with Q. m's reading is trusted only if m kept its data since (a counter present in its
+ * current epoch) or was declared brand new, so m reads at least t, and m raises only to a
+ * proposal above what it read. A member that lost its data reads untrusted until a later token is
+ * written to it. Tokens can go back only if a majority of members loses its data.
+ */
+async function fenceToken(
+  members: readonly Member[],
+  settings: Settings,
+  resources: readonly string[],
+  value: string,
+  readings: readonly FenceReading[],
+  signal: AbortSignal | undefined,
+): Promise<number | undefined> {
+  let proposed = Math.max(0, ...readings.map((reading) => reading?.highest ?? 0)) + 1;
+  for (let tries = 0; tries < 3; tries++) {
+    let highest = 0;
+    const round = await runRound<LockAnswer>({
+      members,
+      send: (member) =>
+        member.fence(resources, value, proposed).then((reply) => {
+          highest = Math.max(highest, reply.highest);
+          return reply.raised && reply.trusted ? 'locked' : 'taken';
+        }),
+      counts: isLocked,
+      timeoutMs: settings.nodeTimeout,
+      waitForAll: false,
+      clock: settings.clock,
+      signal,
+    });
+    if (round.won) return proposed;
+    if (highest < proposed) return undefined; // not outbid: too few members with trusted counters
+    proposed = highest + 1;
+  }
+  return undefined;
 }
 
 export async function attemptLock(
@@ -66,22 +116,28 @@ export async function attemptLock(
   ttl: number,
   timeoutMs: number,
   waiter: Waiter,
+  fencing: boolean,
   signal: AbortSignal | undefined,
 ): Promise<AttemptResult> {
   const { clock } = settings;
   const value = newLockValue();
+  const request: AcquireRequest = { value, ttlMs: ttl, waiter, quarantineMs: settings.quarantine ? settings.maxLockTtl : 0, fencing };
+  const readings: FenceReading[] = [];
   let round: RoundResult<LockAnswer>;
+  let fence: number | undefined;
   try {
-    round = await runRound({ members, send: acquireSender(resources, value, ttl, waiter), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
+    round = await runRound({ members, send: acquireSender(resources, request, readings, members), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
+    if (round.won && fencing) fence = await fenceToken(members, settings, resources, value, readings, signal);
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.
     await rollback(members, settings, resources, value, undefined);
     throw abortReason;
   }
   // Read the clock again now, not at the decision: a lock is never handed out once its validity
-  // is gone, however the time between the decision and here was spent.
+  // is gone, however the time between the decision and here was spent (the fence round included).
   const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
   const validityMs = deadline - clock.now();
-  if (round.won && validityMs > 0) return { won: true, value, round, deadline };
-  return { won: false, outcome: failureOutcome(round.won, round.votes), round, validityMs, rollback: rollback(members, settings, resources, value, round.votes) };
+  if (round.won && validityMs > 0 && (!fencing || fence !== undefined)) return { won: true, value, round, deadline, fence };
+  const outcome = round.won && validityMs > 0 ? 'unfenced' : failureOutcome(round.won, round.votes);
+  return { won: false, outcome, round, validityMs, rollback: rollback(members, settings, resources, value, round.votes) };
 }

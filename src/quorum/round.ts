@@ -78,6 +78,7 @@ export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): 
           const vote: MemberVote<Answer> = { member: member.id, vote: answer.vote, ms };
           if (answer.heldForMs !== undefined) vote.heldForMs = answer.heldForMs;
           if (answer.place !== undefined) vote.place = answer.place;
+          if (answer.quarantinedForMs !== undefined) vote.quarantinedForMs = answer.quarantinedForMs;
           record(index, vote);
         },
         (error: unknown) =>

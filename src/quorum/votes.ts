@@ -5,9 +5,11 @@
 
 /**
  * Acquire and extend: 'locked' = every key now holds our value with the new TTL; 'taken' = held by
- * another owner (for extend: no longer ours); 'queued' = free, but kept for a waiter that came first.
+ * another owner (for extend: no longer ours); 'queued' = free, but kept for a waiter that came first;
+ * 'quarantined' = set, but the member does not count: its data is younger than maxLockTtl
+ * (restarted, flushed or new) or it is not a master.
  */
-export type LockAnswer = 'locked' | 'taken' | 'queued';
+export type LockAnswer = 'locked' | 'taken' | 'queued' | 'quarantined';
 /** Release: 'released' = our keys were deleted here; 'absent' = nothing of ours was left to delete. */
 export type ReleaseAnswer = 'released' | 'absent';
 /**
@@ -28,15 +30,18 @@ export interface MemberVote<Answer extends string = LockAnswer> {
   heldForMs?: number;
   /** 'taken' / 'queued': our 0-based place in this member's line of waiters. */
   place?: number;
+  /** 'quarantined': how long until this member counts again (very large for a non-master). */
+  quarantinedForMs?: number;
 }
 
 /** What a round's `send` may resolve with: the answer alone, or with details. */
-export type Answered<Answer extends string> = Answer | { vote: Answer; heldForMs?: number | undefined; place?: number | undefined };
+export type Answered<Answer extends string> = Answer | { vote: Answer; heldForMs?: number | undefined; place?: number | undefined; quarantinedForMs?: number | undefined };
 
 const phrases: Record<string, string> = {
   locked: 'locked',
   taken: 'held by another owner',
   queued: 'kept for an earlier waiter',
+  quarantined: 'quarantined',
   released: 'released',
   absent: 'not held',
   timeout: 'timed out',

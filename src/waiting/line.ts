@@ -15,6 +15,9 @@ import { randomBytes } from 'node:crypto';
  * A line key shares its lock key's hash slot ({resource} unless the name already has a hash
  * tag), so all three live on one node of a Redis Cluster.
  */
+/** Per member: when its data began (its epoch), whether it was declared brand new, fence counters. */
+export const EPOCH_KEY = 'quorumlock:epoch';
+
 export function lineKeys(resources: readonly string[]): string[] {
   const tagged = resources.map((resource) => (/\{[^}]+\}/.test(resource) ? resource : `{${resource}}`));
   return [...resources, ...tagged.map((key) => `${key}:quorumlock:line`), ...tagged.map((key) => `${key}:quorumlock:leases`)];

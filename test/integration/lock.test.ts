@@ -6,7 +6,7 @@ import Redis from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { driftMs, Lock, ManualClock, LockAcquireError, LockExtendError, Redlock, systemClock } from '../../src/index.js';
-import { startTestMasters, type TestMasters } from './masters.js';
+import { startTestMasters, trust, type TestMasters } from './masters.js';
 
 let servers: TestMasters;
 let counter = 0;
@@ -154,21 +154,35 @@ describe('acquire', () => {
     expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
   });
 
-  it('fails fast when members are down (killed), and locks again once they restart', async () => {
-    const redlock = new Redlock(servers.clients, { retryCount: 1, retryDelay: 50 });
+  it('fails fast when members are down (killed); once they restart empty they sit out a quarantine, then count again', async () => {
+    const maxLockTtl = 1_000;
+    const redlock = new Redlock(servers.clients, { retryCount: 1, retryDelay: 50, maxLockTtl });
     const resource = fresh('killed');
     for (const index of [0, 1, 2]) await servers.masters[index]!.kill();
     try {
-      const error = await errorOf(redlock.acquire(resource, 5_000));
+      const error = await errorOf(redlock.acquire(resource, 1_000));
       expect(error.outcome).toBe('unavailable');
       for (const vote of error.attempts[0]!.votes.slice(0, 3)) expect(['timeout', 'error']).toContain(vote.vote);
     } finally {
       for (const index of [0, 1, 2]) await servers.masters[index]!.restart();
     }
     await Promise.all(servers.clients.map((c) => c.ping())); // ioredis reconnects on its own
-    const lock = await redlock.acquire(resource, 5_000);
-    expect(lock.remainingMs()).toBeGreaterThan(0);
+    // They forgot every lock they held: for maxLockTtl their yes does not count.
+    const quarantined = await errorOf(redlock.acquire(resource, 1_000, { retryCount: 0 }));
+    expect(quarantined.outcome).toBe('quarantined');
+    const votes = quarantined.attempts[0]!.votes;
+    for (const vote of votes.slice(0, 3)) {
+      expect(vote.vote).toBe('quarantined');
+      expect(vote.quarantinedForMs).toBeGreaterThan(0);
+      expect(vote.quarantinedForMs).toBeLessThanOrEqual(maxLockTtl);
+    }
+    expect(quarantined.message).toMatch(/3 quarantined.*redlock\.trustMembers\(\)/);
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null)); // rolled back everywhere
+    await new Promise((resolve) => setTimeout(resolve, Math.max(...votes.slice(0, 3).map((vote) => vote.quarantinedForMs!)) + 20));
+    const lock = await redlock.acquire(resource, 1_000);
+    expect(lock.votes.filter((vote) => vote.vote === 'locked').length).toBeGreaterThanOrEqual(3);
     await lock.release();
+    await trust(servers.clients); // leave them trusted for the next tests
   });
 
   it('never returns a lock whose validity ran out: a quorum that comes too late fails as "expired" and is rolled back', async () => {
@@ -302,6 +316,7 @@ describe('extend and release', () => {
     const prefixed = servers.masters.map((master) => new Redis({ host: master.host, port: master.port, keyPrefix: 'app:' }));
     try {
       const redlock = new Redlock(prefixed);
+      await trust(prefixed); // the prefix is a namespace of its own, with its own epoch marker
       const resource = fresh('prefixed');
       const lock = await redlock.acquire(resource, 10_000);
       await Promise.all(prefixed.map((c) => c.ping()));

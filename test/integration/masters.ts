@@ -1,5 +1,6 @@
 /** Masters plus one ioredis client per master, as a test uses them. */
 import Redis from 'ioredis';
+import { MAX_TTL_MS, Redlock } from '../../src/index.js';
 import { startMasters, type Master, type StartOptions } from '../harness/index.js';
 
 export interface TestMasters {
@@ -22,6 +23,15 @@ export function client(master: Master): Redis {
   return redis;
 }
 
+/**
+ * Declares brand-new masters trusted, as an operator does for a new deployment (README,
+ * "Restart quarantine"): otherwise they count only once maxLockTtl has passed.
+ */
+export async function trust(clients: Redis[]): Promise<void> {
+  const results = await new Redlock(clients, { maxLockTtl: MAX_TTL_MS }).trustMembers();
+  if (results.some((result) => !result.trusted)) throw new Error(`could not trust the masters: ${JSON.stringify(results)}`);
+}
+
 export async function startTestMasters(count: number, options?: StartOptions): Promise<TestMasters> {
   const set = await startMasters(count, options);
   const opened: Redis[] = [];
@@ -32,6 +42,7 @@ export async function startTestMasters(count: number, options?: StartOptions): P
   };
   const clients = connect();
   await Promise.all(clients.map((c) => c.ping()));
+  await trust(clients);
   return {
     masters: set.masters,
     clients,

@@ -211,7 +211,8 @@ describe('resources (checkResources)', () => {
 
 describe('ttl (checkTtl)', () => {
   const floor = minTtl(defaultSettings); // 54 with driftFactor 0.01 and nodeTimeout 50
-  const range = `an integer from ${floor} to ${MAX_TTL_MS} ms`;
+  // The ceiling is maxLockTtl (default 60 000 ms), itself at most MAX_TTL_MS.
+  const range = `an integer from ${floor} to ${defaults.maxLockTtl} ms`;
   const ttl = (value: unknown, settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'> = defaultSettings) => () => checkTtl(value, settings);
 
   it('the default floor is 54 ms', () => {
@@ -247,7 +248,7 @@ describe('ttl (checkTtl)', () => {
       run: ttl(100, checkSettings({ driftFactor: 0.49, nodeTimeout: 50 })),
       kind: RangeError,
       parameter: 'ttl',
-      says: ['nodeTimeout + drift (50 + 51 ms)', 'got 100', `an integer from 104 to ${MAX_TTL_MS} ms`],
+      says: ['nodeTimeout + drift (50 + 51 ms)', 'got 100', `an integer from 104 to ${defaults.maxLockTtl} ms`],
     },
     {
       label: '1000 with nodeTimeout 1000',
@@ -260,9 +261,16 @@ describe('ttl (checkTtl)', () => {
     expectRejected(row);
   });
 
-  it('accepts the floor, MAX_TTL_MS and values between', () => {
-    for (const value of [floor, floor + 1, 1_000, 10_000, MAX_TTL_MS]) expect(checkTtl(value, defaultSettings)).toBe(value);
+  it('accepts the floor, maxLockTtl and values between; MAX_TTL_MS once maxLockTtl allows it', () => {
+    for (const value of [floor, floor + 1, 1_000, 10_000, defaults.maxLockTtl]) expect(checkTtl(value, defaultSettings)).toBe(value);
+    expect(checkTtl(MAX_TTL_MS, checkSettings({ maxLockTtl: MAX_TTL_MS }))).toBe(MAX_TTL_MS);
     expect(MAX_TTL_MS).toBe(2 ** 31 - 1);
+  });
+
+  it('refuses a ttl above maxLockTtl, saying how to allow it', () => {
+    expectRejected({ label: '60001', run: ttl(60_001), kind: RangeError, parameter: 'ttl', says: [range, 'raise maxLockTtl', 'got 60001'] });
+    expectRejected({ label: 'maxLockTtl 0', run: () => checkSettings({ maxLockTtl: 0 }), kind: RangeError, parameter: 'maxLockTtl', says: ['an integer >= 1'] });
+    expectRejected({ label: 'quarantine "no"', run: () => checkSettings({ quarantine: 'no' as never }), kind: TypeError, parameter: 'quarantine', says: ['true or false'] });
   });
 
   it('names another parameter when asked to', () => {
@@ -325,13 +333,13 @@ describe('per-call acquire options (checkAcquireOptions)', () => {
   it('fills in the settings, and a default waitTimeout that covers every attempt', () => {
     const policy = checkAcquireOptions(undefined, defaultSettings);
     const cycle = defaults.nodeTimeout + Math.max(defaults.nodeTimeout, defaults.retryDelay + defaults.retryJitter);
-    expect(policy).toEqual({ retryCount: 10, retryDelay: 200, retryJitter: 100, waitTimeout: 11 * cycle, signal: undefined });
+    expect(policy).toEqual({ retryCount: 10, retryDelay: 200, retryJitter: 100, waitTimeout: 11 * cycle, signal: undefined, fencing: false });
   });
 
   it('accepts per-call overrides, Infinity retries and waitTimeout, and a real AbortSignal', () => {
     const signal = new AbortController().signal;
     const policy = checkAcquireOptions({ retryCount: Infinity, retryDelay: 0, retryJitter: 0, waitTimeout: Infinity, signal }, defaultSettings);
-    expect(policy).toEqual({ retryCount: Infinity, retryDelay: 0, retryJitter: 0, waitTimeout: Infinity, signal });
+    expect(policy).toEqual({ retryCount: Infinity, retryDelay: 0, retryJitter: 0, waitTimeout: Infinity, signal, fencing: false });
     expect(checkAcquireOptions({ retryCount: Infinity }, defaultSettings).waitTimeout).toBe(Infinity);
     expect(checkAcquireOptions({ waitTimeout: 0.5 }, defaultSettings).waitTimeout).toBe(0.5);
     expect(checkAcquireOptions({ signal: AbortSignal.abort() }, defaultSettings).signal?.aborted).toBe(true);
