@@ -26,6 +26,7 @@ const clients = set.masters.map((m) => new Redis({ host: m.host, port: m.port })
 for (const client of clients) client.on('error', () => {});
 await Promise.all(clients.map((c) => c.ping()));
 const redlock = new Redlock(clients, { retryCount: 0 });
+await redlock.trustMembers(); // brand-new masters: no restart quarantine to sit out
 let key = 0;
 
 /** Resolves when `count` of the promises resolved to 'OK'-ish (truthy): the floor's early decision. */

@@ -5,3 +5,5 @@ export { defaults, MAX_TTL_MS, minTtl, type AcquireOptions, type UsingOptions, t
 export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
 export { quorumOf } from './quorum/tally.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
+export { fencedWrite, fenceKeyOf } from './fence-guard.js';
+export { guardLua as FENCE_GUARD_LUA } from './lua/sources.js';

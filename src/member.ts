@@ -103,9 +103,9 @@ export class Member {
     return { why: status === 0 ? 'taken' : 'queued', heldForMs: a! >= 0 ? a : undefined, place: b! >= 0 ? b : undefined };
   }
 
-  /** Raises the fence counters of a lock we hold to `proposed`: {raised, highest before, trusted}. */
-  async fence(resources: readonly string[], value: string, proposed: number): Promise<{ raised: boolean; highest: number; trusted: boolean }> {
-    const [raised, highest, trusted] = await this.#client.quorumlockFence(resources.length + 1, ...resources, EPOCH_KEY, value, proposed);
+  /** Raises the fence counters of a lock we hold to `token`: {raised, highest before, trusted}. */
+  async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync'): Promise<{ raised: boolean; highest: number; trusted: boolean }> {
+    const [raised, highest, trusted] = await this.#client.quorumlockFence(resources.length + 1, ...resources, EPOCH_KEY, value, token, mode);
     return { raised: raised === 1, highest, trusted: trusted === 1 };
   }
 

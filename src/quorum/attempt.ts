@@ -75,8 +75,9 @@ export function failureOutcome(won: boolean, votes: readonly MemberVote[]): Atte
  * holding that lock when it wrote, so before any later holder could lock it. Our quorum shares a
  * member m with Q. m's reading is trusted only if m kept its data since (a counter present in its
  * current epoch) or was declared brand new, so m reads at least t, and m raises only to a
- * proposal above what it read. A member that lost its data reads untrusted until a later token is
- * written to it. Tokens can go back only if a majority of members loses its data.
+ * proposal above what it read. A member that lost its data reads untrusted, and a candidate is
+ * never written to it; only an established token is (the sync after a win), after which it is
+ * trusted again. Tokens can go back only if a majority of members loses its data.
  */
 async function fenceToken(
   members: readonly Member[],
@@ -86,13 +87,15 @@ async function fenceToken(
   readings: readonly FenceReading[],
   signal: AbortSignal | undefined,
 ): Promise<number | undefined> {
-  let proposed = Math.max(0, ...readings.map((reading) => reading?.highest ?? 0)) + 1;
+  // `readings` has holes where members were not waited for: for...of reads them as undefined.
+  let proposed = 1;
+  for (const reading of readings) if (reading) proposed = Math.max(proposed, reading.highest + 1);
   for (let tries = 0; tries < 3; tries++) {
     let highest = 0;
     const round = await runRound<LockAnswer>({
       members,
       send: (member) =>
-        member.fence(resources, value, proposed).then((reply) => {
+        member.fence(resources, value, proposed, 'propose').then((reply) => {
           highest = Math.max(highest, reply.highest);
           return reply.raised && reply.trusted ? 'locked' : 'taken';
         }),
@@ -102,7 +105,15 @@ async function fenceToken(
       clock: settings.clock,
       signal,
     });
-    if (round.won) return proposed;
+    if (round.won) {
+      // Established: above every token issued before. Members that did not take it (lost their
+      // counters, or were not waited for) get it now, which makes their counters trusted again.
+      const token = proposed;
+      members.forEach((member, index) => {
+        if (round.votes[index]!.vote !== 'locked') member.fence(resources, value, token, 'sync').catch(() => undefined);
+      });
+      return token;
+    }
     if (highest < proposed) return undefined; // not outbid: too few members with trusted counters
     proposed = highest + 1;
   }

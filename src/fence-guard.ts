@@ -1,0 +1,22 @@
+/**
+ * The protected side of fencing tokens, for data kept in Redis. A lock alone cannot stop a
+ * holder that paused past its validity from writing afterwards; the store can, if every write
+ * carries the lock's fence and the store refuses tokens lower than the highest it has seen.
+ */
+import type { Redis } from 'ioredis';
+import { guardLua } from './lua/sources.js';
+
+/** The key that remembers the highest token seen for `key`, in the same hash slot. */
+export function fenceKeyOf(key: string): string {
+  return /\{[^}]+\}/.test(key) ? `${key}:fence` : `{${key}}:fence`;
+}
+
+/**
+ * Writes `value` to `key` on `client` (the store, not a lock member) unless a write with a higher
+ * fencing token already happened. Resolves true when written, false when `fence` was stale.
+ */
+export async function fencedWrite(client: Redis, key: string, value: string, fence: number): Promise<boolean> {
+  if (!Number.isSafeInteger(fence) || fence < 1) throw Object.assign(new RangeError(`quorumlock: fence must be a positive integer (lock.fence), got ${fence}`), { parameter: 'fence' });
+  const written = await client.eval(guardLua, 2, key, fenceKeyOf(key), value, fence);
+  return written === 1;
+}

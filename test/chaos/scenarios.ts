@@ -1,0 +1,221 @@
+/**
+ * A chaos scenario: 5 masters, 4 independent clients contending for one resource through the
+ * checker, and one fault driver, for a given number of seconds. runScenario() returns the
+ * analysed result; run.ts prints many of them as a table, chaos.test.ts asserts on short runs.
+ */
+import Redis from 'ioredis';
+import { existsSync } from 'node:fs';
+import { Redlock, type RedlockOptions } from '../../src/index.js';
+import { startMasters, type Master, type MasterSet } from '../harness/index.js';
+import { processBackend } from '../harness/process.js';
+import { acquiredWithin, contend, fenceViolations, intervalOf, overlaps, quantile } from './checker.js';
+import { killRestart, majorityPause, minorityLatency, minorityPause, none, type Fault } from './faults.js';
+import { Proxy } from './proxy.js';
+
+export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+// libfaketime alone deadlocks redis-server at start-up (with jemalloc); glibc preloaded after it does not.
+export const LIBC = '/lib/x86_64-linux-gnu/libc.so.6';
+const FAST_CLOCK_RATE = 1.5;
+
+interface ScenarioSpec {
+  ttl: number;
+  maxLockTtl: number;
+  /** Fraction of the validity each holding lasts. */
+  hold: [number, number];
+  /** Route every client through a Proxy per master (latency, blackhole). */
+  proxied: boolean;
+  startMasters(): Promise<MasterSet>;
+  fault: Fault;
+}
+
+const five = () => startMasters(5);
+
+export const scenarios = {
+  // Long holds: the second client must get in while the first still holds (see faults.ts).
+  'kill-restart': { ttl: 1000, maxLockTtl: 2000, hold: [0.5, 0.8], proxied: true, startMasters: five, fault: killRestart },
+  'minority-pause': { ttl: 1000, maxLockTtl: 2000, hold: [0.02, 0.2], proxied: false, startMasters: five, fault: minorityPause },
+  'majority-pause': { ttl: 1000, maxLockTtl: 2000, hold: [0.02, 0.2], proxied: false, startMasters: five, fault: majorityPause },
+  'minority-latency': { ttl: 1000, maxLockTtl: 2000, hold: [0.02, 0.2], proxied: true, startMasters: five, fault: minorityLatency },
+  // Holds up to 90 % of the validity, so the fast members drop their keys (at ~ttl / 1.5) while
+  // the holder still holds: the 3 honest members must keep everyone else out.
+  'clock-drift': { ttl: 1000, maxLockTtl: 2000, hold: [0.3, 0.9], proxied: false, startMasters: startDriftingMasters, fault: none },
+} satisfies Record<string, ScenarioSpec>;
+
+export type ScenarioName = keyof typeof scenarios;
+export const scenarioNames = Object.keys(scenarios) as ScenarioName[];
+
+export interface RunOptions {
+  seconds: number;
+  quarantine: boolean;
+  fencing: boolean;
+}
+
+export interface ScenarioResult {
+  scenario: ScenarioName;
+  backend: string;
+  quarantine: boolean;
+  fencing: boolean;
+  seconds: number;
+  ttl: number;
+  maxLockTtl: number;
+  acquisitions: number;
+  /** overlaps + fence + window violations */
+  violations: number;
+  overlapViolations: number;
+  fenceViolations: number;
+  /** majority-pause: acquisitions that started and ended while a majority was paused. */
+  windowViolations: number;
+  maxOverlapMs: number;
+  failedAcquires: number;
+  p50AcquireMs: number;
+  p99AcquireMs: number;
+  /** Holdings that came with a fencing token. */
+  fenced: number;
+  faults: Record<string, number>;
+  /** What the src under test supports: results for a missing feature mean the feature was off. */
+  src: { quarantine: boolean; fencing: boolean; trustMembers: boolean };
+}
+
+const CLIENTS = 4;
+const RESOURCE = 'chaos:resource';
+/** How long one acquire may wait in line before it counts as failed. */
+const WAIT_TIMEOUT_MS = 5000;
+
+/**
+ * ioredis settings that make a member that is down or cut off simply not vote. By default ioredis
+ * queues commands while disconnected and re-sends unanswered ones after a reconnect: a holder's
+ * SET would then land late on a healed or restarted member, which happens to hide the restart
+ * hazard, and nothing guarantees it does.
+ */
+const clientOptions = { lazyConnect: true, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, retryStrategy: () => 20 } as const;
+
+async function connectAll(addresses: readonly { host: string; port: number }[]): Promise<Redis[]> {
+  const clients = addresses.map((address) => new Redis({ ...address, ...clientOptions }));
+  for (const client of clients) client.on('error', () => {}); // restarts and cuts are the point here
+  await Promise.all(clients.map((client) => client.connect()));
+  return clients;
+}
+
+/** 3 normal masters and 2 whose clocks run 1.5× fast (libfaketime). Always processes: env needs them. */
+async function startDriftingMasters(): Promise<MasterSet> {
+  for (const path of [LIBFAKETIME, LIBC]) {
+    if (!existsSync(path)) throw new Error(`clock-drift needs ${path}: apt-get install -y faketime (Debian/Ubuntu, x86_64)`);
+  }
+  const env = { LD_PRELOAD: `${LIBFAKETIME}:${LIBC}`, FAKETIME: `+0 x${FAST_CLOCK_RATE}` };
+  const normal = await processBackend.start(3);
+  const fast = await processBackend.start(2, { env }).catch(async (error: unknown) => {
+    await normal.stop();
+    throw error;
+  });
+  const masters: Master[] = [...normal.masters, ...fast.masters];
+  return { masters, stop: () => Promise.all([normal.stop(), fast.stop()]).then(() => undefined) };
+}
+
+/** How fast a member's clock runs against ours, from two TIME readings 500 ms apart. */
+async function clockRate(client: Redis): Promise<number> {
+  const read = async () => {
+    const [seconds, micros] = await client.time();
+    return { server: Number(seconds) * 1000 + Number(micros) / 1000, local: performance.now() };
+  };
+  const first = await read();
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const second = await read();
+  return (second.server - first.server) / (second.local - first.local);
+}
+
+/** Ends quarantine for the brand-new masters (an operator's call), where src has trustMembers(). */
+async function trust(redlock: Redlock): Promise<boolean> {
+  if (!('trustMembers' in redlock)) return false;
+  await redlock.trustMembers();
+  return true;
+}
+
+export async function runScenario(name: ScenarioName, options: RunOptions): Promise<ScenarioResult> {
+  const spec: ScenarioSpec = scenarios[name];
+  const { ttl, maxLockTtl } = spec;
+  const set = await spec.startMasters();
+  const proxies: Proxy[] = [];
+  const connections: Redis[][] = [];
+  const redlocks: Redlock[] = [];
+  try {
+    if (spec.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => Proxy.start(master)))));
+    const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
+    // maxLockTtl and quarantine pass through as they are: a src without them ignores them.
+    const redlockOptions: RedlockOptions & { maxLockTtl?: number; quarantine?: boolean } = { nodeTimeout: 50, maxLockTtl, quarantine: options.quarantine };
+    for (let i = 0; i < CLIENTS; i++) {
+      const clients = await connectAll(addresses);
+      connections.push(clients);
+      redlocks.push(new Redlock(clients, redlockOptions));
+    }
+    const trusted = await trust(redlocks[0]!);
+    const faults: Record<string, number> = {};
+    if (name === 'clock-drift') {
+      // Proof that the fast clocks are in effect (they are not on a backend that ignores env).
+      const rates = await Promise.all(connections[0]!.slice(3).map(clockRate));
+      if (rates.some((rate) => rate < 1.3)) throw new Error(`clock-drift: fast members run at ${rates.map((r) => r.toFixed(2)).join(', ')}× instead of ${FAST_CLOCK_RATE}×`);
+      faults.fastMembers = rates.length;
+      faults.fastClockRate = Number(Math.min(...rates).toFixed(2));
+    }
+
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), options.seconds * 1000);
+    const contenders = contend({
+      redlocks,
+      resource: RESOURCE,
+      ttl,
+      hold: spec.hold,
+      acquire: { retryCount: Infinity, waitTimeout: WAIT_TIMEOUT_MS, fencing: options.fencing },
+      signal: stop.signal,
+    });
+    const fault = spec.fault({
+      masters: set.masters,
+      proxies,
+      active: contenders.active,
+      memberIndex: (member) => addresses.findIndex(({ host, port }) => member === `${host}:${port}/0`),
+      ttl,
+      signal: stop.signal,
+    });
+    // Either side failing stops both; the failure is rethrown once both have wound down.
+    const failed = (error: unknown): never => {
+      stop.abort();
+      throw error;
+    };
+    const [recorded, injected] = await Promise.allSettled([contenders.done.catch(failed), fault.catch(failed)]);
+    clearTimeout(timer);
+    if (recorded.status === 'rejected') throw recorded.reason;
+    if (injected.status === 'rejected') throw injected.reason;
+    const recording = recorded.value;
+    const report = injected.value;
+
+    const { holdings } = recording;
+    const overlap = overlaps(holdings.map(intervalOf));
+    const fence = fenceViolations(holdings);
+    const windowViolations = acquiredWithin(holdings, report.windows ?? []);
+    return {
+      scenario: name,
+      backend: name === 'clock-drift' ? 'process' : (process.env.QUORUMLOCK_TEST_BACKEND ?? 'process'),
+      quarantine: options.quarantine,
+      fencing: options.fencing,
+      seconds: options.seconds,
+      ttl,
+      maxLockTtl,
+      acquisitions: holdings.length,
+      violations: overlap.count + fence + windowViolations,
+      overlapViolations: overlap.count,
+      fenceViolations: fence,
+      windowViolations,
+      maxOverlapMs: overlap.maxOverlapMs,
+      failedAcquires: recording.failed,
+      p50AcquireMs: quantile(recording.latenciesMs, 0.5),
+      p99AcquireMs: quantile(recording.latenciesMs, 0.99),
+      fenced: holdings.filter((h) => h.fence !== undefined).length,
+      faults: { ...faults, ...report.counts },
+      src: { quarantine: 'quarantine' in redlocks[0]!.settings, fencing: holdings.some((h) => h.fence !== undefined), trustMembers: trusted },
+    };
+  } finally {
+    await Promise.all(redlocks.map((redlock) => redlock.quit()));
+    for (const client of connections.flat()) client.disconnect();
+    await Promise.all(proxies.map((proxy) => proxy.close()));
+    await set.stop();
+  }
+}
