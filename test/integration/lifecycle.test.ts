@@ -5,11 +5,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockLostError, Redlock } from '../../src/index.js';
 import { startTestMasters, type TestMasters } from './masters.js';
+import { fresh, sleep } from './util.js';
 
 let servers: TestMasters;
-let counter = 0;
-const fresh = (label: string) => `${label}:${++counter}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
   servers = await startTestMasters(5);

@@ -7,11 +7,9 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { driftMs, Lock, ManualClock, LockAcquireError, LockExtendError, Redlock, systemClock } from '../../src/index.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
+import { errorOf, fresh } from './util.js';
 
 let servers: TestMasters;
-let counter = 0;
-/** A fresh resource name per test, so tests never see each other's keys. */
-const fresh = (label: string) => `${label}:${++counter}`;
 
 beforeAll(async () => {
   servers = await startTestMasters(5);
@@ -19,14 +17,6 @@ beforeAll(async () => {
 afterEach(() => servers.resumeAll());
 afterAll(() => servers?.close());
 
-async function errorOf(promise: Promise<unknown>): Promise<LockAcquireError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(LockAcquireError);
-  return error as LockAcquireError;
-}
 
 describe('acquire', () => {
   it('locks on every member, returns a lock whose validity never exceeds ttl - drift, and releases everywhere', async () => {

@@ -7,11 +7,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fencedWrite, LockAcquireError, Redlock, type Lock } from '../../src/index.js';
 import { processBackend } from '../harness/process.js';
 import { client, startTestMasters, trust, type TestMasters } from './masters.js';
+import { errorOf, fresh, sleep } from './util.js';
 
 let servers: TestMasters;
-let counter = 0;
-const fresh = (label: string) => `${label}:${++counter}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
   servers = await startTestMasters(5);
@@ -33,14 +31,6 @@ function failFastClients(): Redis[] {
   });
 }
 
-async function errorOf(promise: Promise<unknown>): Promise<LockAcquireError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(LockAcquireError);
-  return error as LockAcquireError;
-}
 
 describe('restart quarantine', () => {
   /**

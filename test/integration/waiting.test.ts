@@ -6,11 +6,9 @@ import type Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type Lock, type RedlockOptions } from '../../src/index.js';
 import { startTestMasters, type TestMasters } from './masters.js';
+import { fresh, sleep } from './util.js';
 
 let servers: TestMasters;
-let counter = 0;
-const fresh = (label: string) => `${label}:${++counter}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const opened: Redlock[] = [];
 
 beforeAll(async () => {

@@ -1,0 +1,19 @@
+/** Small helpers shared by the integration tests. */
+import { expect } from 'vitest';
+import { LockAcquireError } from '../../src/index.js';
+
+let counter = 0;
+/** A resource name no other test uses, so tests never see each other's keys. */
+export const fresh = (label: string): string => `${label}:${++counter}`;
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The LockAcquireError `promise` rejects with; fails the test if it resolves or rejects otherwise. */
+export async function errorOf(promise: Promise<unknown>): Promise<LockAcquireError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(LockAcquireError);
+  return error as LockAcquireError;
+}
