@@ -5,7 +5,7 @@
 import Redis from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { driftMs, Lock, ManualClock, LockAcquireError, LockExtendError, Redlock, systemClock } from '../../src/index.js';
+import { driftMs, Lock, ManualClock, LockExtendError, Redlock, systemClock } from '../../src/index.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
 import { errorOf, fresh } from './util.js';
 
