@@ -147,9 +147,9 @@ function checkLogger(value: unknown): Logger {
 }
 
 function checkClock(value: unknown): Clock {
-  const methods = ['now', 'sleep', 'epochMs'] as const;
+  const methods = ['now', 'sleep', 'epochMs', 'setTimer', 'clearTimer'] as const;
   if (typeof value !== 'object' || value === null || methods.some((name) => typeof (value as Record<string, unknown>)[name] !== 'function')) {
-    throw argumentError(TypeError, 'clock', `must have now(), sleep(ms, signal) and epochMs() methods, got ${show(value)}`);
+    throw argumentError(TypeError, 'clock', `must have now(), sleep(ms, signal), epochMs(), setTimer(callback, ms) and clearTimer(handle) methods, got ${show(value)}`);
   }
   return value as Clock;
 }

@@ -13,6 +13,9 @@ export interface Clock {
    * (their tickets), never for validity: a wrong wall clock makes waiting less fair, not unsafe.
    */
   epochMs(): number;
+  /** Calls `callback` after `ms` on this clock (the round deadlines use it); returns a handle for clearTimer. */
+  setTimer(callback: () => void, ms: number): unknown;
+  clearTimer(handle: unknown): void;
 }
 
 function abortReason(signal: AbortSignal): unknown {
@@ -28,6 +31,8 @@ function sleepMs(ms: number): number {
 export const systemClock: Clock = {
   now: () => performance.now(),
   epochMs: () => performance.timeOrigin + performance.now(),
+  setTimer: (callback, ms) => setTimeout(callback, sleepMs(ms)),
+  clearTimer: (handle) => clearTimeout(handle as NodeJS.Timeout),
   sleep(ms, signal) {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
@@ -44,15 +49,22 @@ export const systemClock: Clock = {
   },
 };
 
-interface Sleeper {
-  wakeAt: number;
-  resolve(): void;
+interface Timer {
+  at: number;
+  /** Order of creation: timers due at the same time fire in the order they were set. */
+  seq: number;
+  fire(): void;
 }
 
-/** A clock that moves only when told to. Sleepers wake in order as advance() passes their time. */
+/**
+ * A clock that moves only when told to. Timers and sleepers fire in time order as advance()
+ * passes their time, each seeing now() at its own due time: a deterministic event loop for tests
+ * and simulations.
+ */
 export class ManualClock implements Clock {
   #now: number;
-  #sleepers: Sleeper[] = [];
+  #timers: Timer[] = [];
+  #seq = 0;
 
   constructor(start = 0) {
     this.#now = start;
@@ -67,36 +79,56 @@ export class ManualClock implements Clock {
     return this.#now;
   }
 
+  setTimer(callback: () => void, ms: number): unknown {
+    const timer: Timer = { at: this.#now + sleepMs(ms), seq: this.#seq++, fire: callback };
+    this.#timers.push(timer);
+    return timer;
+  }
+
+  clearTimer(handle: unknown): void {
+    this.#timers = this.#timers.filter((timer) => timer !== handle);
+  }
+
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
-      const sleeper: Sleeper = {
-        wakeAt: this.#now + sleepMs(ms),
-        resolve: () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-      };
       const onAbort = () => {
-        this.#sleepers = this.#sleepers.filter((other) => other !== sleeper);
+        this.clearTimer(timer);
         reject(abortReason(signal!));
       };
+      const timer = this.setTimer(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.#sleepers.push(sleeper);
     });
   }
 
-  /** Moves time forward by `ms` and wakes every sleeper whose time has come. */
+  /** Moves time forward by `ms`, firing every timer due on the way, each at its own time. */
   advance(ms: number): void {
     if (!(ms >= 0)) throw new RangeError(`advance(ms): ms must be >= 0, got ${ms}`);
-    this.#now += ms;
-    const due = this.#sleepers.filter((sleeper) => sleeper.wakeAt <= this.#now).sort((a, b) => a.wakeAt - b.wakeAt);
-    this.#sleepers = this.#sleepers.filter((sleeper) => sleeper.wakeAt > this.#now);
-    for (const sleeper of due) sleeper.resolve();
+    const end = this.#now + ms;
+    for (let next = this.#nextDue(end); next; next = this.#nextDue(end)) {
+      this.#timers = this.#timers.filter((timer) => timer !== next);
+      this.#now = Math.max(this.#now, next.at);
+      next.fire();
+    }
+    this.#now = end;
   }
 
-  /** How many sleep() calls are waiting; lets a test know the code under test reached a sleep. */
+  /** When the next timer is due, or undefined when none is set: lets a simulation jump there. */
+  nextTimerAt(): number | undefined {
+    return this.#nextDue(Infinity)?.at;
+  }
+
+  /** How many timers and sleeps are pending; lets a test know the code under test reached a sleep. */
   get sleepers(): number {
-    return this.#sleepers.length;
+    return this.#timers.length;
+  }
+
+  #nextDue(end: number): Timer | undefined {
+    let best: Timer | undefined;
+    for (const timer of this.#timers) if (timer.at <= end && (!best || timer.at < best.at || (timer.at === best.at && timer.seq < best.seq))) best = timer;
+    return best;
   }
 }

@@ -102,6 +102,11 @@ export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): 
     deadline = pTimeout(decided, {
       milliseconds: Math.max(0.001, spec.timeoutMs), // p-timeout rejects 0
       fallback: () => snapshot('timeout'),
+      // The deadline runs on the injected clock, so a simulation on a ManualClock drives it too.
+      customTimers: {
+        setTimeout: ((callback: () => void, ms: number) => clock.setTimer(callback, ms)) as unknown as typeof setTimeout,
+        clearTimeout: ((handle: unknown) => clock.clearTimer(handle)) as unknown as typeof clearTimeout,
+      },
       ...(spec.signal ? { signal: spec.signal } : {}),
     });
   } finally {

@@ -176,15 +176,16 @@ describe('acquire', () => {
   });
 
   it('never returns a lock whose validity ran out: a quorum that comes too late fails as "expired" and is rolled back', async () => {
-    // The members are real; the client's clock is a ManualClock, so a client-side stall (a GC
-    // pause, a blocked event loop) of a whole ttl can be put exactly inside the round.
-    const clock = new ManualClock(1_000);
+    // The members are real; the client's clock reading is manual (its timers stay real), so a
+    // jump of a whole ttl can be put exactly inside the round, before the quorum completes.
+    const manual = new ManualClock(1_000);
+    const clock = { ...systemClock, now: () => manual.now(), epochMs: () => manual.epochMs() };
     const redlock = new Redlock(servers.clients, { nodeTimeout: 1_500, retryCount: 0, clock });
     for (const index of [0, 1, 2]) await servers.masters[index]!.pause();
     const resource = fresh('late');
     const pending = redlock.acquire(resource, 10_000);
     await Promise.all([3, 4].map((i) => servers.connect()[i]!.ping())); // the two live members have had time to answer
-    clock.advance(10_000); // the stall: the whole ttl passes before the quorum is complete
+    manual.advance(10_000); // the whole ttl passes before the quorum is complete
     await servers.masters[0]!.resume();
     const error = await errorOf(pending);
     expect(error.outcome).toBe('expired');

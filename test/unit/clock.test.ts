@@ -266,3 +266,30 @@ describe('edge cases found in review', () => {
     await expect(woke).resolves.toBe('woke');
   });
 });
+
+describe('ManualClock timers', () => {
+  it('fire in time order, each seeing now() at its own due time, and can be cleared', () => {
+    const clock = new ManualClock(100);
+    const seen: string[] = [];
+    clock.setTimer(() => seen.push(`b@${clock.now()}`), 20);
+    clock.setTimer(() => seen.push(`a@${clock.now()}`), 10);
+    const cleared = clock.setTimer(() => seen.push('never'), 15);
+    clock.setTimer(() => seen.push(`c@${clock.now()}`), 20); // same time as b: after it
+    clock.clearTimer(cleared);
+    expect(clock.nextTimerAt()).toBe(110);
+    clock.advance(5);
+    expect(seen).toEqual([]);
+    clock.advance(50);
+    expect(seen).toEqual(['a@110', 'b@120', 'c@120']);
+    expect(clock.now()).toBe(155);
+    expect(clock.nextTimerAt()).toBeUndefined();
+  });
+
+  it('a timer set by a timer fires in the same advance when due', () => {
+    const clock = new ManualClock();
+    const seen: number[] = [];
+    clock.setTimer(() => clock.setTimer(() => seen.push(clock.now()), 5), 5);
+    clock.advance(20);
+    expect(seen).toEqual([10]);
+  });
+});

@@ -103,8 +103,8 @@ describe('constructor settings (checkSettings)', () => {
     },
     { label: 'logger: console.log', run: settingsWith({ logger: silent }), kind: TypeError, parameter: 'logger', says: ['must have debug, info, warn and error methods'] },
     { label: 'logger: null', run: settingsWith({ logger: null }), kind: TypeError, parameter: 'logger', says: ['got null'] },
-    { label: 'clock: no sleep', run: settingsWith({ clock: { now: () => 0 } }), kind: TypeError, parameter: 'clock', says: ['must have now(), sleep(ms, signal) and epochMs() methods'] },
-    { label: 'clock: no now', run: settingsWith({ clock: { sleep: async () => {} } }), kind: TypeError, parameter: 'clock', says: ['must have now(), sleep(ms, signal) and epochMs() methods'] },
+    { label: 'clock: no sleep', run: settingsWith({ clock: { now: () => 0 } }), kind: TypeError, parameter: 'clock', says: ['must have now(), sleep(ms, signal), epochMs(), setTimer(callback, ms) and clearTimer(handle) methods'] },
+    { label: 'clock: no now', run: settingsWith({ clock: { sleep: async () => {} } }), kind: TypeError, parameter: 'clock', says: ['must have now(), sleep(ms, signal), epochMs(), setTimer(callback, ms) and clearTimer(handle) methods'] },
     { label: 'clock: a number', run: settingsWith({ clock: 0 }), kind: TypeError, parameter: 'clock', says: ['got 0'] },
   ])('$label', (row) => {
     expectRejected(row);
