@@ -7,11 +7,11 @@ import { deadlineOf, driftMs } from './clock/index.js';
 import { LockExtendError, LockLostError } from './errors.js';
 import type { Member } from './member.js';
 import { checkTtl, type Settings } from './options.js';
-import { extendSender, failureOutcome, isLocked } from './quorum/attempt.js';
+import { extendSender, failureOutcome } from './quorum/attempt.js';
 import { answeredCount, releaseOn } from './quorum/release.js';
 import { runRound } from './quorum/round.js';
 import { quorumOf } from './quorum/tally.js';
-import { describeVotes, type MemberVote, type ReleaseAnswer } from './quorum/votes.js';
+import { describeVotes, isLocked, type MemberVote, type ReleaseAnswer } from './quorum/votes.js';
 
 export interface ReleaseResult {
   /**

@@ -34,6 +34,9 @@ export interface MemberVote<Answer extends string = LockAnswer> {
   quarantinedForMs?: number;
 }
 
+/** The answer that counts toward quorum in acquire, extend and fence rounds. */
+export const isLocked = (answer: LockAnswer): boolean => answer === 'locked';
+
 /** What a round's `send` may resolve with: the answer alone, or with details. */
 export type Answered<Answer extends string> = Answer | { vote: Answer; heldForMs?: number | undefined; place?: number | undefined; quarantinedForMs?: number | undefined };
 

@@ -16,7 +16,7 @@ export interface Holding {
   validUntil: number;
   /** When the client called release(): from then on it no longer acts as the holder. */
   releasedAt?: number;
-  /** lock.fence, when the Redlock issues fencing tokens. */
+  /** lock.fence, with { fencing: true }. */
   fence?: number;
   /** Members that voted 'locked' (host:port/db): what a fault can aim at. */
   lockedMembers: string[];
@@ -62,8 +62,7 @@ export function overlaps(intervals: readonly Interval[]): { count: number; maxOv
 
 /**
  * Fencing tokens must strictly increase in holding order (by acquiredAt). Each consecutive pair
- * that does not increase is a violation. Holdings without a fence (fencing off, or not in src)
- * are left out.
+ * that does not increase is a violation. Holdings without a fence (fencing off) are left out.
  */
 export function fenceViolations(holdings: readonly Pick<Holding, 'acquiredAt' | 'fence'>[]): number {
   const fenced = holdings.filter((h): h is { acquiredAt: number; fence: number } => h.fence !== undefined).sort((a, b) => a.acquiredAt - b.acquiredAt);
@@ -87,6 +86,8 @@ export interface Recording {
   holdings: Holding[];
   /** Acquires that ended in LockAcquireError. */
   failed: number;
+  /** The same, by the last attempt's outcome ('taken', 'unavailable', 'quarantined', ...). */
+  failedBy: Record<string, number>;
   /** Call → resolve, successful acquires only. */
   latenciesMs: number[];
 }
@@ -98,14 +99,8 @@ export interface ContendOptions {
   ttl: number;
   /** Hold for a random fraction of the validity in [min, max]; max well below 1. */
   hold: readonly [number, number];
-  acquire: AcquireOptions & { fencing?: boolean };
+  acquire: AcquireOptions;
   signal: AbortSignal;
-}
-
-/** lock.fence once src issues it; undefined before, or when fencing is off. */
-export function fenceOf(lock: Lock): number | undefined {
-  const fence = (lock as unknown as { fence?: unknown }).fence;
-  return typeof fence === 'number' ? fence : undefined;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -116,7 +111,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * Errors other than LockAcquireError (and the stop itself) end the run and are rethrown.
  */
 export function contend(options: ContendOptions): { active: Set<Holding>; done: Promise<Recording> } {
-  const recording: Recording = { holdings: [], failed: 0, latenciesMs: [] };
+  const recording: Recording = { holdings: [], failed: 0, failedBy: {}, latenciesMs: [] };
   const active = new Set<Holding>();
   const { signal } = options;
   const [minHold, maxHold] = options.hold;
@@ -130,7 +125,8 @@ export function contend(options: ContendOptions): { active: Set<Holding>; done: 
       } catch (error) {
         if (signal.aborted) return;
         if (!(error instanceof LockAcquireError)) throw error;
-        recording.failed++; if (process.env.CHAOS_DEBUG) { console.error("fail", id, performance.now().toFixed(0), error.message); for (const a of error.attempts.slice(-4)) console.error("   ", a.attempt, a.startedMs.toFixed(0), a.outcome, a.votes.map(v => v.vote + (v.place !== undefined ? "@" + v.place : "") + (v.heldForMs !== undefined ? "~" + v.heldForMs : "")).join(",")); }
+        recording.failed++;
+        recording.failedBy[error.outcome] = (recording.failedBy[error.outcome] ?? 0) + 1;
         continue;
       }
       const acquiredAt = performance.now();
@@ -144,11 +140,10 @@ export function contend(options: ContendOptions): { active: Set<Holding>; done: 
         lockedMembers: lock.votes.filter((vote) => vote.vote === 'locked').map((vote) => vote.member),
         plannedReleaseAt: acquiredAt + holdMs,
       };
-      const fence = fenceOf(lock);
-      if (fence !== undefined) holding.fence = fence;
+      if (lock.fence !== undefined) holding.fence = lock.fence;
       recording.holdings.push(holding);
       recording.latenciesMs.push(acquiredAt - calledAt);
-      active.add(holding); if (process.env.CHAOS_DEBUG) console.error("acq", id, acquiredAt.toFixed(0), "hold", holdMs.toFixed(0), lock.votes.map(v => v.vote + (v.error ? "(" + v.error.message + ")" : "")).join(","));
+      active.add(holding);
       await sleep(holdMs); // not cut short by the stop: a holding always ends with its release
       holding.releasedAt = performance.now();
       active.delete(holding);
