@@ -59,30 +59,42 @@ export interface AcquireRequest {
   fencing: boolean;
 }
 
+/** One role watch per client, however many Redlocks share it: one listener, one ROLE per connect. */
+const roles = new WeakMap<Redis, { current: string | undefined }>();
+
+/** ROLE at connect and at every reconnect: a member may come back as a replica. */
+function watchRole(client: Redis, id: string, logger: Logger): { current: string | undefined } {
+  const known = roles.get(client);
+  if (known) return known;
+  const role: { current: string | undefined } = { current: undefined };
+  roles.set(client, role);
+  const check = () => {
+    client.role().then(
+      (reply) => {
+        const current = String((reply as unknown[])[0]);
+        if (current !== 'master' && current !== role.current) logger.warn({ member: id, role: current }, 'member is not a master: it will not count toward quorum');
+        role.current = current;
+      },
+      (error: Error) => logger.debug({ member: id, error: error.message }, 'could not read the member role'),
+    );
+  };
+  if (client.status === 'ready') check();
+  client.on('ready', check);
+  return role;
+}
+
 export class Member {
   readonly id: string;
   readonly #client: Redis & ScriptCommands;
 
-  #role: string | undefined;
+  readonly #role: { current: string | undefined };
   /** Any positive number marks a non-master as quarantined; it has no end while the role lasts. */
   readonly #roleQuarantine = Number.MAX_SAFE_INTEGER;
 
   constructor(client: Redis, logger: Logger) {
     this.id = memberId(client);
     this.#client = registerScripts(client);
-    // ROLE at connect and at every reconnect: a member may come back as a replica.
-    const checkRole = () => {
-      this.#client.role().then(
-        (reply) => {
-          const role = String((reply as unknown[])[0]);
-          if (role !== 'master' && role !== this.#role) logger.warn({ member: this.id, role }, 'member is not a master: it will not count toward quorum');
-          this.#role = role;
-        },
-        (error: Error) => logger.debug({ member: this.id, error: error.message }, 'could not read the member role'),
-      );
-    };
-    if (this.#client.status === 'ready') checkRole();
-    this.#client.on('ready', checkRole);
+    this.#role = watchRole(client, this.id, logger);
   }
 
   /** The keys were set (Locked), or why not (Refusal). */
@@ -92,7 +104,8 @@ export class Member {
     const reply = await this.#client.quorumlockAcquire(keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0);
     // A replica that accepts writes (replica-read-only no) must never count: its key can vanish
     // in a resync, and a failover hands its data, not ours, to the new master.
-    const replica = this.#role !== undefined && this.#role !== 'master' ? this.#roleQuarantine : 0;
+    const role = this.#role.current;
+    const replica = role !== undefined && role !== 'master' ? this.#roleQuarantine : 0;
     if (reply === 1) return { quarantinedForMs: replica };
     const [status, a, b, c] = reply as number[];
     if (status === 1 || status === 3) {
@@ -116,7 +129,7 @@ export class Member {
 
   /** The role this member reported at its last (re)connect: 'master', 'slave', ... */
   get role(): string | undefined {
-    return this.#role;
+    return this.#role.current;
   }
 
   /** 1 when every key still held `value` and now expires in `ttlMs`, 0 otherwise. */

@@ -348,3 +348,11 @@ describe('the lock value stays secret', () => {
     for (const line of lines) expect(line).not.toContain(lock.value);
   });
 });
+
+describe('many Redlocks over the same clients', () => {
+  it('share one role watch per client: no listener piles up', async () => {
+    const before = servers.clients.map((c) => c.listenerCount('ready'));
+    for (let i = 0; i < 50; i++) new Redlock(servers.clients);
+    expect(servers.clients.map((c) => c.listenerCount('ready'))).toEqual(before);
+  });
+});
