@@ -97,9 +97,8 @@ export class Member {
     this.#role = watchRole(client, this.id, logger);
   }
 
-  /** The keys were set (Locked), or why not (Refusal). */
-  async acquire(resources: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
-    const keys = [...lineKeys(resources), EPOCH_KEY];
+  /** The keys were set (Locked), or why not (Refusal). `keys` from acquireKeys(), computed once per round. */
+  async acquire(keys: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
     const { value, ttlMs, waiter, quarantineMs, fencing } = request;
     const reply = await this.#client.quorumlockAcquire(keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0);
     // A replica that accepts writes (replica-read-only no) must never count: its key can vanish
@@ -137,9 +136,8 @@ export class Member {
     return this.#client.quorumlockExtend(resources.length, ...resources, value, ttlMs);
   }
 
-  /** How many of the keys held `value` and were deleted; the first waiter in line is told. */
-  release(resources: readonly string[], value: string): Promise<number> {
-    const keys = lineKeys(resources);
+  /** How many of the keys held `value` and were deleted; the first waiter in line is told. `keys` from lineKeys(). */
+  release(keys: readonly string[], value: string): Promise<number> {
     return this.#client.quorumlockRelease(keys.length, ...keys, value);
   }
 

@@ -10,7 +10,7 @@ import type { Settings } from '../options.js';
 import { fenceToken, type FenceReading } from './fence.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
-import type { Waiter } from '../waiting/line.js';
+import { acquireKeys, type Waiter } from '../waiting/line.js';
 import { isLocked, type Answered, type LockAnswer, type MemberVote } from './votes.js';
 
 const POOL_VALUES = 256;
@@ -44,11 +44,11 @@ export type AttemptResult =
       rollback: Promise<unknown>;
     };
 
-function acquireSender(resources: readonly string[], request: AcquireRequest, readings: FenceReading[], members: readonly Member[]) {
-  return (member: Member): Promise<Answered<LockAnswer>> =>
-    member.acquire(resources, request).then((result) => {
+function acquireSender(keys: readonly string[], request: AcquireRequest, readings: FenceReading[]) {
+  return (member: Member, index: number): Promise<Answered<LockAnswer>> =>
+    member.acquire(keys, request).then((result) => {
       if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place };
-      readings[members.indexOf(member)] = result.fence;
+      readings[index] = result.fence;
       return result.quarantinedForMs > 0 ? { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs } : 'locked';
     });
 }
@@ -80,7 +80,7 @@ export async function attemptLock(
   let round: RoundResult<LockAnswer>;
   let fence: number | undefined;
   try {
-    round = await runRound({ members, send: acquireSender(resources, request, readings, members), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
+    round = await runRound({ members, send: acquireSender(acquireKeys(resources), request, readings), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
     if (round.won && fencing) fence = await fenceToken(members, settings, resources, value, readings, signal);
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.

@@ -10,6 +10,7 @@
  */
 import type { Settings } from '../options.js';
 import type { Member } from '../member.js';
+import { lineKeys } from '../waiting/line.js';
 import { runRound, type RoundResult } from './round.js';
 import type { MemberVote, ReleaseAnswer } from './votes.js';
 
@@ -27,9 +28,10 @@ export function releaseOn(
   value: string,
   settle: 'quorum' | 'all',
 ): Promise<RoundResult<ReleaseAnswer>> {
+  const keys = lineKeys(resources);
   return runRound<ReleaseAnswer>({
     members,
-    send: (member) => member.release(resources, value).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
+    send: (member) => member.release(keys, value).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
     counts: answered,
     timeoutMs: settings.nodeTimeout,
     waitForAll: settle === 'all',

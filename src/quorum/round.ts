@@ -15,7 +15,7 @@ import type { Answered, MemberVote } from './votes.js';
 
 export interface RoundSpec<Answer extends string> {
   members: readonly Member[];
-  send(member: Member): Promise<Answered<Answer>>;
+  send(member: Member, index: number): Promise<Answered<Answer>>;
   /** Whether an answer counts toward quorum. */
   counts(answer: Answer): boolean;
   timeoutMs: number;
@@ -67,7 +67,7 @@ export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): 
     members.forEach((member, index) => {
       let sent: Promise<Answered<Answer>>;
       try {
-        sent = spec.send(member);
+        sent = spec.send(member, index);
       } catch (error) {
         sent = Promise.reject(error);
       }

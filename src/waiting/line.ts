@@ -23,6 +23,11 @@ export function lineKeys(resources: readonly string[]): string[] {
   return [...resources, ...tagged.map((key) => `${key}:quorumlock:line`), ...tagged.map((key) => `${key}:quorumlock:leases`)];
 }
 
+/** The keys of the acquire script: lineKeys() and the member's epoch hash. */
+export function acquireKeys(resources: readonly string[]): string[] {
+  return [...lineKeys(resources), EPOCH_KEY];
+}
+
 /**
  * The channel on which members tell one waiter it is first in line after a release. One channel
  * per waiter: a release sends one message per member, however many wait.
