@@ -5,7 +5,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The container backend's own test needs an engine; it runs when that backend is chosen
     // (npm run test:containers), not as a skipped test in every other run.
-    exclude: process.env.QUORUMLOCK_TEST_BACKEND === 'testcontainers' ? [] : ['test/integration/containers-backend.test.ts'],
+    exclude: process.env.QUORUMLOCK_TEST_BACKEND === 'testcontainers' ? [] : ['test/integration/containers-backend.test.ts', 'test/chaos/chaos-containers.test.ts'],
     // Each file starts its own redis-server masters on free ports; two cores, so two at a time.
     pool: 'forks',
     maxWorkers: 2,

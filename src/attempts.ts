@@ -68,7 +68,9 @@ export async function acquireWithRetries(
       policy.signal?.throwIfAborted();
       const startedMs = clock.now() - begin;
       const timeoutMs = Math.min(settings.nodeTimeout, policy.waitTimeout - startedMs);
-      if (timeoutMs <= 0) {
+      // A retry with less than a whole nodeTimeout left would be cut short, and slow members
+      // would read as an outage where there was only contention: stop instead.
+      if (timeoutMs <= 0 || (attempt > 1 && timeoutMs < settings.nodeTimeout)) {
         stoppedBecause = 'wait budget exhausted';
         break;
       }
@@ -77,8 +79,8 @@ export async function acquireWithRetries(
       joined ||= inLine;
       const result = await attemptLock(members, settings, resources, ttl, timeoutMs, inLine ? waiter : outOfLine, policy.fencing, policy.signal);
       if (result.won) {
-        // Where we did not lock, an earlier or late refusal may have put us in line: step out.
-        if (inLine) leaveLine(members.filter((_, index) => result.round.votes[index]!.vote !== 'locked'), resources, waiter);
+        // Won: now, and only now, step out of every line (the scripts keep us in line until then).
+        if (joined) leaveLine(members, resources, waiter);
         logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
         return result;
       }

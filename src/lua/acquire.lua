@@ -28,7 +28,7 @@ local function now()
   return nowMs
 end
 
-local heldFor, ahead, lines = -1, false, false
+local heldFor, ahead = -1, false
 for i = 1, n do
   local pttl = redis.call('PTTL', KEYS[i])
   if pttl ~= -2 then
@@ -36,7 +36,6 @@ for i = 1, n do
   end
   local line, leases = KEYS[n + i], KEYS[2 * n + i]
   if redis.call('EXISTS', line) == 1 then
-    lines = true
     -- Waiters whose lease ran out died or gave up without saying so: they lose their place.
     local stale = redis.call('ZRANGEBYSCORE', leases, '-inf', now())
     if #stale > 0 then
@@ -51,12 +50,11 @@ for i = 1, n do
 end
 
 if heldFor == -1 and not ahead then
+  -- A waiter keeps its place here even though its key is set: this attempt may still fail on
+  -- the quorum and be rolled back, and a waiter that left some lines but not others would make
+  -- members disagree about who is first. It leaves every line only once it has won.
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ttl)
-    if lines then
-      redis.call('ZREM', KEYS[n + i], waiter)
-      redis.call('ZREM', KEYS[2 * n + i], waiter)
-    end
   end
   if quarantine == 0 and not fencing then
     return 1

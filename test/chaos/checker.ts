@@ -20,8 +20,6 @@ export interface Holding {
   fence?: number;
   /** Members that voted 'locked' (host:port/db): what a fault can aim at. */
   lockedMembers: string[];
-  /** When the client plans to release: lets a fault know how long this holding still lasts. */
-  plannedReleaseAt: number;
 }
 
 export interface Interval {
@@ -138,7 +136,6 @@ export function contend(options: ContendOptions): { active: Set<Holding>; done: 
         acquiredAt,
         validUntil: acquiredAt + remaining,
         lockedMembers: lock.votes.filter((vote) => vote.vote === 'locked').map((vote) => vote.member),
-        plannedReleaseAt: acquiredAt + holdMs,
       };
       if (lock.fence !== undefined) holding.fence = lock.fence;
       recording.holdings.push(holding);

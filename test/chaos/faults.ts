@@ -4,12 +4,12 @@
  */
 import type { Master } from '../harness/index.js';
 import type { Holding } from './checker.js';
-import type { Proxy } from './proxy.js';
+import type { TcpProxy } from './proxy.js';
 
 export interface FaultContext {
   masters: readonly Master[];
   /** One per master when the scenario routes clients through proxies, else empty. */
-  proxies: readonly Proxy[];
+  proxies: readonly TcpProxy[];
   /** Holdings not yet released. */
   active: ReadonlySet<Holding>;
   /** The master index behind a vote's member id (host:port/db as the clients address it). */
@@ -82,7 +82,8 @@ export const killRestart: Fault = async ({ masters, proxies, active, memberIndex
     if (holder) await waitFor(() => (active.has(holder!) ? undefined : true), ttl, signal);
     // The last restarted member is cut again: with quarantine it may not count yet, and cutting
     // 2 others would leave only 2 of 5 that count, so nobody could lock at all.
-    const cut = victim === undefined ? pick(masters.length, 2) : [victim, pick(masters.length, masters.length).find((i) => i !== victim)!];
+    const others = pick(masters.length, masters.length).filter((i) => i !== victim);
+    const cut = victim === undefined ? others.slice(0, 2) : [victim, others[0]!];
     for (const i of cut) proxies[i]!.setBlackhole(true);
     const cutAt = performance.now();
     try {

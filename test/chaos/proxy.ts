@@ -13,7 +13,7 @@ interface Pair {
   timers: Set<NodeJS.Timeout>;
 }
 
-export class Proxy {
+export class TcpProxy {
   /** Added to every chunk, in each direction. Changing it never reorders chunks. */
   latencyMs = 0;
   #blackhole = false;
@@ -24,20 +24,16 @@ export class Proxy {
     readonly port: number,
   ) {}
 
-  static start(target: { host: string; port: number }): Promise<Proxy> {
+  static start(target: { host: string; port: number }): Promise<TcpProxy> {
     return new Promise((resolve, reject) => {
-      let proxy: Proxy;
+      let proxy: TcpProxy;
       const server = createServer((client) => proxy.#accept(client, target));
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => {
-        proxy = new Proxy(server, (server.address() as { port: number }).port);
+        proxy = new TcpProxy(server, (server.address() as { port: number }).port);
         resolve(proxy);
       });
     });
-  }
-
-  get blackhole(): boolean {
-    return this.#blackhole;
   }
 
   /**

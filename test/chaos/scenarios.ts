@@ -10,19 +10,25 @@ import { startMasters, type Master, type MasterSet } from '../harness/index.js';
 import { processBackend } from '../harness/process.js';
 import { acquiredWithin, contend, fenceViolations, intervalOf, overlaps, quantile } from './checker.js';
 import { killRestart, majorityPause, minorityLatency, minorityPause, none, type Fault } from './faults.js';
-import { Proxy } from './proxy.js';
+import { TcpProxy } from './proxy.js';
 
 export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 // libfaketime alone deadlocks redis-server at start-up (with jemalloc); glibc preloaded after it does not.
 export const LIBC = '/lib/x86_64-linux-gnu/libc.so.6';
-const FAST_CLOCK_RATE = 1.5;
+// Inside the model: a member 1.2x fast drops a key after ttl / 1.2, i.e. 16.7 % early, and the
+// clock-drift scenario runs with driftFactor 0.25, which allows for that. (A faster clock than
+// driftFactor covers is outside Redlock's model, on a minority too: see README, Safety model.)
+const FAST_CLOCK_RATE = 1.2;
+const DRIFT_FACTOR = 0.25;
 
 interface ScenarioSpec {
   ttl: number;
+  /** Redlock's driftFactor; 0.01 (the default) unless the scenario's clocks need more. */
+  driftFactor?: number;
   maxLockTtl: number;
   /** Fraction of the validity each holding lasts. */
   hold: [number, number];
-  /** Route every client through a Proxy per master (latency, blackhole). */
+  /** Route every client through a TcpProxy per master (latency, blackhole). */
   proxied: boolean;
   startMasters(): Promise<MasterSet>;
   fault: Fault;
@@ -36,9 +42,9 @@ export const scenarios = {
   'minority-pause': { ttl: 1000, maxLockTtl: 2000, hold: [0.02, 0.2], proxied: false, startMasters: five, fault: minorityPause },
   'majority-pause': { ttl: 1000, maxLockTtl: 2000, hold: [0.02, 0.2], proxied: false, startMasters: five, fault: majorityPause },
   'minority-latency': { ttl: 1000, maxLockTtl: 2000, hold: [0.02, 0.2], proxied: true, startMasters: five, fault: minorityLatency },
-  // Holds up to 90 % of the validity, so the fast members drop their keys (at ~ttl / 1.5) while
-  // the holder still holds: the 3 honest members must keep everyone else out.
-  'clock-drift': { ttl: 1000, maxLockTtl: 2000, hold: [0.3, 0.9], proxied: false, startMasters: startDriftingMasters, fault: none },
+  // Holds up to 90 % of the validity, so the fast members drop their keys (at ~ttl / 1.2) around
+  // the end of holdings: driftFactor must account for it, and does.
+  'clock-drift': { ttl: 1000, maxLockTtl: 2000, driftFactor: DRIFT_FACTOR, hold: [0.3, 0.9], proxied: false, startMasters: startDriftingMasters, fault: none },
 } satisfies Record<string, ScenarioSpec>;
 
 export type ScenarioName = keyof typeof scenarios;
@@ -96,7 +102,7 @@ async function connectAll(addresses: readonly { host: string; port: number }[]):
   return clients;
 }
 
-/** 3 normal masters and 2 whose clocks run 1.5× fast (libfaketime). Always processes: env needs them. */
+/** 3 normal masters and 2 whose clocks run 1.2× fast (libfaketime). Always processes: env needs them. */
 async function startDriftingMasters(): Promise<MasterSet> {
   for (const path of [LIBFAKETIME, LIBC]) {
     if (!existsSync(path)) throw new Error(`clock-drift needs ${path}: apt-get install -y faketime (Debian/Ubuntu, x86_64)`);
@@ -127,13 +133,13 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
   const spec: ScenarioSpec = scenarios[name];
   const { ttl, maxLockTtl } = spec;
   const set = await spec.startMasters();
-  const proxies: Proxy[] = [];
+  const proxies: TcpProxy[] = [];
   const connections: Redis[][] = [];
   const redlocks: Redlock[] = [];
   try {
-    if (spec.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => Proxy.start(master)))));
+    if (spec.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
     const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
-    const redlockOptions: RedlockOptions = { nodeTimeout: 50, maxLockTtl, quarantine: options.quarantine };
+    const redlockOptions: RedlockOptions = { nodeTimeout: 50, maxLockTtl, quarantine: options.quarantine, driftFactor: spec.driftFactor ?? 0.01 };
     for (let i = 0; i < CLIENTS; i++) {
       const clients = await connectAll(addresses);
       connections.push(clients);
@@ -145,7 +151,7 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
     if (name === 'clock-drift') {
       // Proof that the fast clocks are in effect (they are not on a backend that ignores env).
       const rates = await Promise.all(connections[0]!.slice(3).map(clockRate));
-      if (rates.some((rate) => rate < 1.3)) throw new Error(`clock-drift: fast members run at ${rates.map((r) => r.toFixed(2)).join(', ')}× instead of ${FAST_CLOCK_RATE}×`);
+      if (rates.some((rate) => rate < FAST_CLOCK_RATE - 0.05)) throw new Error(`clock-drift: fast members run at ${rates.map((r) => r.toFixed(2)).join(', ')}× instead of ${FAST_CLOCK_RATE}×`);
       faults.fastMembers = rates.length;
       faults.fastClockRate = Number(Math.min(...rates).toFixed(2));
     }

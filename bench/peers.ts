@@ -1,0 +1,208 @@
+/**
+ * One adapter per client under test, all with the same shape: acquire(resource, ttl) → a held lock
+ * with release() and the validity the client itself claims at hand-out, plus "is this error a normal
+ * failure to acquire?". Every client runs with its own DEFAULT settings; `one-attempt` only sets the
+ * client's own retry count to zero (figure 5: time to fail). Each create() call gets its own
+ * connections from the caller, so no two clients share a socket.
+ */
+import type Redis from 'ioredis';
+import { createRequire } from 'node:module';
+import { ExecutionError, Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
+import { createRedlock, IoredisAdapter, LockAcquisitionError } from 'redlock-universal';
+import { LockAcquireError, Redlock } from '../src/index.js';
+import { now } from './lib.js';
+
+export interface Held {
+  /** Resolves true when the client says a quorum confirmed the release (raw: the 3rd answer came). */
+  release(): Promise<boolean>;
+  /** The validity the client claimed when it handed the lock out, in ms (≤ 0: an already-expired lock). */
+  readonly validityMs: number;
+}
+
+export interface Locker {
+  acquire(resource: string, ttl: number): Promise<Held>;
+  /** A normal "could not lock" rejection (contention, no quorum), as opposed to a bug or crash. */
+  isAcquireFailure(error: unknown): boolean;
+  /** Closes what the client opened itself (never the connections it was given). */
+  close(): Promise<void>;
+}
+
+export type Mode = 'defaults' | 'one-attempt';
+
+export interface Peer {
+  readonly name: PeerName;
+  /** Its settings, as used here. */
+  readonly settings: Record<Mode, string>;
+  create(members: Redis[], mode?: Mode): Locker;
+}
+
+// ---------------------------------------------------------------------------------------------
+// raw reference (bench/core.ts rawCycle): not a client, the floor no client can beat.
+
+const RAW_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+/** Resolves when `count` of the promises resolved to a value `ok` accepts. Never rejects; may never resolve. */
+function firstOf<T>(promises: Promise<T>[], count: number, ok: (value: T) => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    for (const promise of promises) promise.then((value) => ok(value) && ++seen === count && resolve(), () => undefined);
+  });
+}
+
+let rawValue = 0;
+const raw: Peer = {
+  name: 'raw',
+  settings: { defaults: 'SET NX PX round decided at the 3rd OK; Lua compare-and-delete decided at the 3rd answer', 'one-attempt': 'n/a' },
+  create(members) {
+    const quorum = Math.floor(members.length / 2) + 1;
+    return {
+      async acquire(resource, ttl) {
+        const value = `v${++rawValue}`;
+        const started = now();
+        await firstOf(members.map((c) => c.set(resource, value, 'PX', ttl, 'NX')), quorum, (reply) => reply === 'OK');
+        const validityMs = ttl - (now() - started);
+        return {
+          validityMs,
+          release: async () => {
+            await firstOf(members.map((c) => c.eval(RAW_RELEASE, 1, resource, value)), quorum, () => true);
+            return true;
+          },
+        };
+      },
+      isAcquireFailure: () => false,
+      close: async () => undefined,
+    };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// quorumlock (this repository)
+
+const quorumlock: Peer = {
+  name: 'quorumlock',
+  settings: {
+    defaults: 'defaults: retryCount 10, retryDelay 200 ± 100, nodeTimeout 50',
+    'one-attempt': 'retryCount 0 (one attempt), nodeTimeout 50',
+  },
+  create(members, mode = 'defaults') {
+    const redlock = new Redlock(members, mode === 'one-attempt' ? { retryCount: 0 } : {});
+    return {
+      async acquire(resource, ttl) {
+        const lock = await redlock.acquire(resource, ttl);
+        return { validityMs: lock.remainingMs(), release: async () => (await lock.release()).freed };
+      },
+      isAcquireFailure: (error) => error instanceof LockAcquireError,
+      close: () => redlock.quit(),
+    };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// node-redlock v4 (`redlock@4`: CommonJS, bluebird promises, untyped)
+
+/** The slice of node-redlock v4's API used here. */
+interface NodeRedlockLock {
+  expiration: number;
+  unlock(): PromiseLike<void>;
+}
+interface NodeRedlockInstance {
+  lock(resource: string, ttl: number): PromiseLike<NodeRedlockLock>;
+}
+interface NodeRedlockClass {
+  new (clients: Redis[], options?: { driftFactor?: number; retryCount?: number; retryDelay?: number; retryJitter?: number }): NodeRedlockInstance;
+  LockError: new (...args: never[]) => Error;
+}
+const NodeRedlock = createRequire(import.meta.url)('redlock') as NodeRedlockClass;
+
+const nodeRedlock: Peer = {
+  name: 'node-redlock',
+  settings: {
+    defaults: 'defaults: retryCount 10, retryDelay 200 ± 100; no per-member timeout (waits for all members)',
+    // Per-call lockWithOptions({ retryCount: 0 }) would be ignored (`options.retryCount || self.retryCount`);
+    // the constructor option is honoured.
+    'one-attempt': 'constructor retryCount 0 (one attempt); no per-member timeout',
+  },
+  create(members, mode = 'defaults') {
+    const redlock = new NodeRedlock(members, mode === 'one-attempt' ? { retryCount: 0 } : undefined);
+    return {
+      async acquire(resource, ttl) {
+        const lock = await Promise.resolve(redlock.lock(resource, ttl)); // bluebird → native
+        return {
+          validityMs: lock.expiration - Date.now(),
+          release: async () => {
+            await Promise.resolve(lock.unlock()); // rejects (LockError) when < quorum released
+            return true;
+          },
+        };
+      },
+      isAcquireFailure: (error) => error instanceof NodeRedlock.LockError,
+      close: async () => undefined,
+    };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// @sesamecare-oss/redlock (the maintained fork of node-redlock v5)
+
+const sesame: Peer = {
+  name: '@sesamecare-oss/redlock',
+  settings: {
+    defaults: 'defaults: retryCount 10, retryDelay 200 ± 100 (release retries too); no per-member timeout',
+    'one-attempt': 'retryCount 0 (one attempt); no per-member timeout',
+  },
+  create(members, mode = 'defaults') {
+    const redlock = new SesameRedlock(members, mode === 'one-attempt' ? { retryCount: 0 } : {});
+    // It emits 'error' for every member that votes against (it installs a no-op listener itself).
+    return {
+      async acquire(resource, ttl) {
+        const lock = await redlock.acquire([resource], ttl);
+        return {
+          validityMs: lock.expiration - Date.now(),
+          release: async () => {
+            await lock.release(); // rejects (ExecutionError) when no quorum after its retries
+            return true;
+          },
+        };
+      },
+      isAcquireFailure: (error) => error instanceof ExecutionError,
+      close: async () => undefined,
+    };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// redlock-universal 0.8.5: a RedLock object is bound to one key, so one is made per acquire (as
+// its README's createRedlock / createRedlocks do), over one IoredisAdapter per member.
+
+const DEFAULT_DRIFT_FACTOR = 0.01; // redlock-universal's DEFAULTS.CLOCK_DRIFT_FACTOR
+
+const universal: Peer = {
+  name: 'redlock-universal',
+  settings: {
+    defaults: 'defaults: retryAttempts 3, retryDelay 200; adapter timeout 5000 ms per command; waits for every member (allSettled)',
+    'one-attempt': 'retryAttempts 0 (one attempt); adapter timeout 5000 ms per command',
+  },
+  create(members, mode = 'defaults') {
+    const adapters = members.map((client) => new IoredisAdapter(client));
+    return {
+      async acquire(resource, ttl) {
+        const lock = createRedlock({ adapters, key: resource, ttl, ...(mode === 'one-attempt' ? { retryAttempts: 0 } : {}) });
+        const handle = await lock.acquire();
+        // It checks validity against the attempt's own duration before handing out; what it claims
+        // is ttl − drift − time spent, counted (conservatively) from the first attempt's start.
+        const drift = Math.floor(ttl * DEFAULT_DRIFT_FACTOR) + 2;
+        const spent = (handle.metadata?.acquisitionTime ?? 0) + (Date.now() - handle.acquiredAt);
+        return { validityMs: ttl - drift - spent, release: () => lock.release(handle) }; // false: < quorum deleted
+      },
+      isAcquireFailure: (error) => error instanceof LockAcquisitionError,
+      close: async () => undefined,
+    };
+  },
+};
+
+export type PeerName = 'raw' | 'quorumlock' | 'node-redlock' | '@sesamecare-oss/redlock' | 'redlock-universal';
+
+/** raw first, then quorumlock, then the peers. */
+export const ALL: readonly Peer[] = [raw, quorumlock, nodeRedlock, sesame, universal];
+/** The four clients (no raw reference). */
+export const CLIENTS: readonly Peer[] = ALL.filter((p) => p.name !== 'raw');
