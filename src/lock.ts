@@ -183,8 +183,8 @@ export class Lock implements AsyncDisposable {
     clearTimeout(this.#expiryTimer);
     const round = await releaseOn(members, settings, this.resources, this.value, 'quorum');
     const freed = answeredCount(round) >= quorumOf(members.length);
-    const log = freed ? settings.logger.debug : settings.logger.warn;
-    log.call(settings.logger, { resources: this.resources, votes: describeVotes(round.votes, 'released') }, freed ? 'lock released' : 'lock release not confirmed by a quorum; the keys expire by their TTL');
+    if (freed) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
+    else settings.logger.warn({ resources: this.resources, votes: describeVotes(round.votes, 'released') }, 'lock release not confirmed by a quorum; the keys expire by their TTL');
     return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
   }
 

@@ -88,6 +88,8 @@ export class Member {
   readonly #client: Redis & ScriptCommands;
 
   readonly #role: { current: string | undefined };
+  /** The epoch (its `since`) last seen past a quarantine of `quarantineMs` on this member. */
+  #settled: { since: string; quarantineMs: number } = { since: '', quarantineMs: -1 };
   /** Any positive number marks a non-master as quarantined; it has no end while the role lasts. */
   readonly #roleQuarantine = Number.MAX_SAFE_INTEGER;
 
@@ -100,13 +102,16 @@ export class Member {
   /** The keys were set (Locked), or why not (Refusal). `keys` from acquireKeys(), computed once per round. */
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
     const { value, ttlMs, waiter, quarantineMs, fencing } = request;
-    const reply = await this.#client.quorumlockAcquire(keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0);
+    const settled = quarantineMs === this.#settled.quarantineMs ? this.#settled.since : '';
+    const reply = await this.#client.quorumlockAcquire(keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0, settled);
     // A replica that accepts writes (replica-read-only no) must never count: its key can vanish
     // in a resync, and a failover hands its data, not ours, to the new master.
     const role = this.#role.current;
     const replica = role !== undefined && role !== 'master' ? this.#roleQuarantine : 0;
     if (reply === 1) return { quarantinedForMs: replica };
-    const [status, a, b, c] = reply as number[];
+    const [status, a, b, c, since] = reply as [number, number, number, number, string | undefined];
+    // Past its quarantine: remember the epoch, so the script can skip reading the time next time.
+    if (status === 1 && since !== undefined) this.#settled = { since, quarantineMs };
     if (status === 1 || status === 3) {
       const locked: Locked = { quarantinedForMs: Math.max(a!, replica) };
       if (fencing) locked.fence = { highest: b!, trusted: c === 1 };

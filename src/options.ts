@@ -249,7 +249,15 @@ export function checkOptionsObject(options: unknown): void {
   if (options !== undefined && (typeof options !== 'object' || options === null)) throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
 }
 
+/** The policy of an acquire without options: the same for every call of a Redlock, so made once. */
+const defaultPolicies = new WeakMap<Settings, AttemptPolicy>();
+
 export function checkAcquireOptions(options: AcquireOptions | undefined, settings: Settings): AttemptPolicy {
+  if (options === undefined) {
+    let policy = defaultPolicies.get(settings);
+    if (!policy) defaultPolicies.set(settings, (policy = Object.freeze(checkAcquireOptions({}, settings))));
+    return policy;
+  }
   checkOptionsObject(options);
   const retries = checkRetries(options ?? {}, settings);
   // Each attempt is one round (≤ nodeTimeout), then its rollback (≤ nodeTimeout) alongside the

@@ -3,10 +3,12 @@
 --       hash (quorumlock:epoch: since = when this member's data began, genesis, fence counters).
 -- ARGV: value, ttl ms, waiter id, ticket (arrival order, the same on every member), lease ms
 --       (how long a refused caller keeps its place without coming back; 0 = do not join the line),
---       quarantine ms (0 = off), fencing (1 = report fence counters).
+--       quarantine ms (0 = off), fencing (1 = report fence counters), the epoch's `since` as last
+--       seen settled by this client ('' = not known: then the member's TIME decides).
 -- Returns 1 when every lock key was set (all or nothing) and this member counts. When the keys
 -- were set but the member's data is younger than the quarantine, or fencing was asked for, it
--- returns {1 | 3 (quarantined), quarantine ms left, highest fence counter, counter trusted 1/0}.
+-- returns {1 | 3 (quarantined), quarantine ms left, highest fence counter, counter trusted 1/0,
+-- the epoch's since}.
 -- Otherwise nothing is set and it returns {why, heldForMs, place}: why = 0 held by another owner,
 -- 2 free but kept for an earlier waiter; heldForMs = the longest PTTL among held keys (-1: none
 -- held); place = 0-based place in the longest line (-1: not in line).
@@ -18,7 +20,7 @@ if n < 1 or n ~= math.floor(n) then
 end
 local epoch = KEYS[#KEYS]
 local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local quarantine, fencing = tonumber(ARGV[6]), ARGV[7] == '1'
+local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 local nowMs
 local function now()
   if not nowMs then
@@ -63,20 +65,26 @@ if heldFor == -1 and not ahead then
   -- FLUSHALL or eviction removes it, and with it every lock this member held: until a whole
   -- quarantine (the longest ttl in use) has passed, another client may still hold a lock this
   -- member forgot, so its yes must not count.
-  local since = tonumber(redis.call('HGET', epoch, 'since'))
+  local since = redis.call('HGET', epoch, 'since')
+  -- The same epoch this client already saw past its quarantine: still past it, no TIME needed.
+  -- (A restart or flush gives a new epoch, with another since.)
+  if since and since == settled and not fencing then
+    return 1
+  end
   if not since then
-    since = now()
+    since = tostring(now())
     redis.call('HSET', epoch, 'since', since)
   end
   local left = 0
   if quarantine > 0 then
-    left = math.max(0, since + quarantine - now())
+    left = math.max(0, tonumber(since) + quarantine - now())
   end
   if not fencing then
-    if left == 0 then
-      return 1
+    local status = 1
+    if left > 0 then
+      status = 3
     end
-    return {3, left, 0, 0}
+    return {status, left, 0, 0, since}
   end
   -- Fence readings: a counter is trusted when present (it was written in this epoch), or when
   -- the member was declared brand new (genesis): absent then means never used.
@@ -94,7 +102,7 @@ if heldFor == -1 and not ahead then
   if left > 0 then
     status = 3
   end
-  return {status, left, highest, trusted}
+  return {status, left, highest, trusted, since}
 end
 
 local place = -1

@@ -68,7 +68,9 @@ describe('restart quarantine', () => {
     const b = new Redlock(bClients, { retryCount: 0, maxLockTtl: 3_000 });
     const error = await errorOf(b.acquire(resource, 3_000));
     expect(a.remainingMs()).toBeGreaterThan(0);
-    expect(error.outcome).toBe('taken'); // m0, m1 are A's; m2..m4 said yes but are quarantined
+    // m0, m1 are A's; m2..m4 said yes but are quarantined. Which of the two the outcome names
+    // depends on who answered before the round was settled.
+    expect(['taken', 'quarantined']).toContain(error.outcome);
     const votes = error.attempts[0]!.votes.map((vote) => vote.vote);
     expect(votes).not.toContain('locked'); // nothing counted (the round settles once quorum is out of reach)
     for (const vote of votes.slice(0, 2)) expect(['taken', 'pending']).toContain(vote);
