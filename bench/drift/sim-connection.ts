@@ -1,0 +1,93 @@
+/**
+ * A client's connection to one simulated member, shaped like the ioredis client that
+ * `new Redlock([...])` accepts: `options` (host, port, db: how memberId names it), `status`,
+ * `on`/`once`, `role()`, and `defineCommand`, which installs the script commands src/member.ts
+ * calls (quorumlockAcquire(keyCount, ...keys, ...args) and the rest).
+ *
+ * Each command is one request and one reply over a simulated network: each is delivered after a
+ * delay drawn from `delayMs()`, as a timer on the shared ManualClock. Like a TCP connection it is
+ * FIFO in each direction: nothing overtakes what was sent before it on the same connection (the
+ * rollback argument in src/quorum/release.ts relies on exactly that).
+ */
+import type { ManualClock } from '../../src/index.js';
+import { scriptNames, type SimMember } from './sim-member.js';
+
+/** One command as the member ran it (for debugging a cell; see runCell's `trace`). */
+export interface TraceEvent {
+  at: number;
+  client: number;
+  port: number;
+  command: string;
+  /** ARGV[1]: the lock value for acquire, release and extend. */
+  value: string | undefined;
+  reply: unknown;
+}
+
+export class SimConnection {
+  readonly options: { host: string; port: number; db: number };
+  readonly status = 'ready';
+  /** Latest arrival time scheduled on this connection, per direction. */
+  #lastRequestAt = -Infinity;
+  #lastReplyAt = -Infinity;
+  readonly #clock: ManualClock;
+  [command: string]: unknown;
+
+  constructor(
+    readonly member: SimMember,
+    readonly delayMs: () => number,
+    readonly client = 0,
+    readonly trace?: (event: TraceEvent) => void,
+  ) {
+    this.#clock = member.clock;
+    this.options = { host: member.spec.host, port: member.spec.port, db: 0 };
+  }
+
+  defineCommand(name: string, _definition: { lua: string }): void {
+    if (!scriptNames.includes(name)) throw new Error(`sim: no JS version of script ${name}`);
+    this[name] = (keyCount: number, ...rest: (string | number)[]) => {
+      const words = rest.map(String);
+      return this.#send(name, words.slice(0, keyCount), words.slice(keyCount));
+    };
+  }
+
+  on(_event: string, _listener: (...args: unknown[]) => void): this {
+    return this;
+  }
+
+  once(_event: string, _listener: (...args: unknown[]) => void): this {
+    return this;
+  }
+
+  role(): Promise<unknown[]> {
+    return Promise.resolve(['master', 0, []]);
+  }
+
+  duplicate(): never {
+    throw new Error('sim: subscriber connections are not simulated (tryAcquire never waits in line)');
+  }
+
+  #send(name: string, keys: string[], args: string[]): Promise<unknown> {
+    const clock = this.#clock;
+    return new Promise((resolve, reject) => {
+      this.#lastRequestAt = Math.max(clock.now() + this.delayMs(), this.#lastRequestAt);
+      clock.setTimer(
+        () =>
+          this.member.execute(() => {
+            let reply: unknown;
+            let failure: unknown;
+            let failed = false;
+            try {
+              reply = this.member.run(name, keys, args);
+            } catch (error) {
+              failed = true;
+              failure = error;
+            }
+            this.trace?.({ at: clock.now(), client: this.client, port: this.options.port, command: name, value: args[0], reply: failed ? failure : reply });
+            this.#lastReplyAt = Math.max(clock.now() + this.delayMs(), this.#lastReplyAt);
+            clock.setTimer(() => (failed ? reject(failure) : resolve(reply)), this.#lastReplyAt - clock.now());
+          }),
+        this.#lastRequestAt - clock.now(),
+      );
+    });
+  }
+}

@@ -1,0 +1,228 @@
+/**
+ * One simulated Redis master: its keys, its own clock, and SIGSTOP-like pauses. The quorumlock
+ * scripts (src/lua/*.lua) are re-implemented here in JS with the same replies, as far as the
+ * simulation reaches them:
+ *
+ * - acquire.lua: the all-or-nothing SET PX, the refusal {0, heldForMs, -1} / {2, -1, -1}, and the
+ *   epoch marker with the restart quarantine (reply {1 | 3, ms left, 0, 0, since}; ARGV[8], the
+ *   epoch the client last saw settled, skips the check). Lines of waiters and fence readings are not
+ *   simulated: the clients use tryAcquire (retryCount 0, so never a lease > 0) without fencing.
+ *   A call that would need them stops the simulation (`fatal`), never answers silently.
+ * - release.lua (compare-and-delete; no line can exist, so nothing to PUBLISH), extend.lua,
+ *   leave.lua (nobody is ever in line: a no-op that answers 1) and trust.lua.
+ *
+ * Time: member-local time is `offsetMs + rate × true time`, read in whole ms as Redis' mstime()
+ * is. A key set with PX ttl at local time L is gone once local time exceeds L + ttl (Redis:
+ * expired when now > when), so a member with rate > 1 drops keys early in true time. Expiry is
+ * evaluated lazily, whenever a script touches the key: scripts are the only observers, so this
+ * is the same as Redis' active expiry as far as any client can tell.
+ */
+import type { ManualClock } from '../../src/index.js';
+
+export interface MemberSpec {
+  /** Appears in memberId as host:port/0. */
+  host: string;
+  port: number;
+  /** Member-local ms per true ms: 1.05 = the clock runs 5 % fast. */
+  rate: number;
+  /** Member-local time at true time 0. */
+  offsetMs: number;
+}
+
+interface Entry {
+  value: string;
+  /** Member-local ms; Infinity = no expiry. */
+  expiresAt: number;
+}
+
+type Script = (member: SimMember, keys: string[], args: string[]) => unknown;
+
+export class SimMember {
+  readonly #strings = new Map<string, Entry>();
+  readonly #hashes = new Map<string, Map<string, string>>();
+  #paused = false;
+  #queue: (() => void)[] = [];
+  /** Set when a script was asked for something the simulation does not model. */
+  fatal: Error | undefined;
+
+  constructor(
+    readonly clock: ManualClock,
+    readonly spec: MemberSpec,
+  ) {}
+
+  /** Redis' mstime(): whole ms on this member's clock. */
+  localNow(): number {
+    return Math.floor(this.spec.offsetMs + this.spec.rate * this.clock.now());
+  }
+
+  /** Runs a command now, or queues it until resume() when paused (SIGSTOP). */
+  execute(job: () => void): void {
+    if (this.#paused) this.#queue.push(job);
+    else job();
+  }
+
+  pause(): void {
+    this.#paused = true;
+  }
+
+  /** SIGCONT: queued commands run at once, in arrival order. */
+  resume(): void {
+    this.#paused = false;
+    const queued = this.#queue;
+    this.#queue = [];
+    for (const job of queued) job();
+  }
+
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  /** The value of `key` right now (for diagnostics; no side effects beyond lazy expiry). */
+  peek(key: string): string | undefined {
+    return this.#get(key);
+  }
+
+  run(name: string, keys: string[], args: string[]): unknown {
+    const script = scripts[name];
+    if (!script) throw new Error(`sim: unknown script ${name}`);
+    return script(this, keys, args);
+  }
+
+  // --- the Redis commands the scripts use ------------------------------------------------------
+
+  #entry(key: string): Entry | undefined {
+    const entry = this.#strings.get(key);
+    if (entry && this.localNow() > entry.expiresAt) {
+      this.#strings.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  #get(key: string): string | undefined {
+    return this.#entry(key)?.value;
+  }
+
+  /** PTTL: -2 missing, -1 no expiry, else ms left (never negative). */
+  pttl(key: string): number {
+    const entry = this.#entry(key);
+    if (!entry) return -2;
+    if (entry.expiresAt === Infinity) return -1;
+    return Math.max(0, entry.expiresAt - this.localNow());
+  }
+
+  get(key: string): string | undefined {
+    return this.#get(key);
+  }
+
+  setPx(key: string, value: string, ttlMs: number): void {
+    this.#strings.set(key, { value, expiresAt: this.localNow() + ttlMs });
+  }
+
+  del(key: string): number {
+    return this.#entry(key) && this.#strings.delete(key) ? 1 : 0;
+  }
+
+  pexpire(key: string, ttlMs: number): void {
+    const entry = this.#entry(key);
+    if (entry) entry.expiresAt = this.localNow() + ttlMs;
+  }
+
+  exists(key: string): boolean {
+    return this.#entry(key) !== undefined || this.#hashes.has(key);
+  }
+
+  hget(key: string, field: string): string | undefined {
+    return this.#hashes.get(key)?.get(field);
+  }
+
+  hset(key: string, field: string, value: string | number): void {
+    let hash = this.#hashes.get(key);
+    if (!hash) this.#hashes.set(key, (hash = new Map()));
+    hash.set(field, String(value));
+  }
+
+  unsupported(what: string): never {
+    this.fatal ??= new Error(`sim: ${what} is not simulated`);
+    throw this.fatal;
+  }
+}
+
+/** KEYS of one resource-set call: n lock keys, n line keys, n lease keys (plus the epoch key). */
+function lockKeyCount(keys: string[], extra: number, name: string): number {
+  const n = (keys.length - extra) / 3;
+  if (n < 1 || !Number.isInteger(n)) throw new Error(`quorumlock: ${name}: expected 3 keys per resource, got ${keys.length}`);
+  return n;
+}
+
+const scripts: Record<string, Script> = {
+  // acquire.lua
+  quorumlockAcquire(m, keys, args) {
+    const n = lockKeyCount(keys, 1, 'acquire');
+    const epoch = keys[keys.length - 1]!;
+    const [value, ttl, , , lease, quarantine, fencing, settled] = args as [string, string, string, string, string, string, string, string | undefined];
+    if (Number(lease) > 0) m.unsupported('a place in the line of waiters (lease > 0: acquire with retries)');
+    if (fencing === '1') m.unsupported('fencing');
+    let heldFor = -1;
+    for (let i = 0; i < n; i++) {
+      const pttl = m.pttl(keys[i]!);
+      if (pttl !== -2) heldFor = Math.max(heldFor, pttl, 0);
+      // Lines exist only once somebody joined one (lease > 0), which never happens here.
+      if (m.exists(keys[n + i]!)) m.unsupported('a line of waiters');
+    }
+    if (heldFor !== -1) return [0, heldFor, -1];
+    for (let i = 0; i < n; i++) m.setPx(keys[i]!, value, Number(ttl));
+    const quarantineMs = Number(quarantine);
+    if (quarantineMs === 0) return 1;
+    let since = m.hget(epoch, 'since');
+    // The epoch this client already saw past its quarantine (ARGV[8]): still past it.
+    if (since !== undefined && since === settled) return 1;
+    if (since === undefined) {
+      since = String(m.localNow());
+      m.hset(epoch, 'since', since);
+    }
+    const left = Math.max(0, Number(since) + quarantineMs - m.localNow());
+    return [left > 0 ? 3 : 1, left, 0, 0, since];
+  },
+
+  // release.lua (no line can exist, so there is nobody to PUBLISH to)
+  quorumlockRelease(m, keys, args) {
+    const n = lockKeyCount(keys, 0, 'release');
+    let deleted = 0;
+    for (let i = 0; i < n; i++) {
+      if (m.get(keys[i]!) === args[0]) deleted += m.del(keys[i]!);
+    }
+    return deleted;
+  },
+
+  // extend.lua
+  quorumlockExtend(m, keys, args) {
+    if (keys.some((key) => m.get(key) !== args[0])) return 0;
+    for (const key of keys) m.pexpire(key, Number(args[1]));
+    return 1;
+  },
+
+  // leave.lua: nobody is ever in line here
+  quorumlockLeave(_m, keys) {
+    lockKeyCount(keys, 0, 'leave');
+    return 1;
+  },
+
+  // trust.lua
+  quorumlockTrust(m, keys, args) {
+    const quarantineMs = Number(args[0]);
+    const now = m.localNow();
+    const sinceText = m.hget(keys[0]!, 'since');
+    const since = sinceText === undefined ? undefined : Number(sinceText);
+    const left = since === undefined ? 0 : Math.max(0, since + quarantineMs - now);
+    if (since === undefined || left > 0) m.hset(keys[0]!, 'since', now - quarantineMs);
+    m.hset(keys[0]!, 'genesis', '1');
+    return left;
+  },
+
+  quorumlockFence(m) {
+    return m.unsupported('fencing');
+  },
+};
+
+export const scriptNames = Object.keys(scripts);
