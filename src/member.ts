@@ -3,6 +3,8 @@
  * the user's: quorumlock never connects, quits or subscribes with it.
  */
 import type { Redis } from 'ioredis';
+// ioredis' own batching: commands queued in the same tick go out as one pipeline, in order.
+import { executeWithAutoPipelining } from 'ioredis/built/autoPipelining.js';
 import { registerScripts, type ScriptCommands } from './lua/scripts.js';
 import type { Logger } from './options.js';
 import { EPOCH_KEY, lineKeys, type Waiter } from './waiting/line.js';
@@ -96,14 +98,37 @@ export class Member {
   constructor(client: Redis, logger: Logger) {
     this.id = memberId(client);
     this.#client = registerScripts(client);
+    this.#canPipeline = typeof (client as { pipeline?: unknown }).pipeline === 'function';
     this.#role = watchRole(client, this.id, logger);
+  }
+
+  /** A call of ours was written to this member in the current tick. */
+  #writtenThisTick = false;
+  /** A real ioredis client (a stand-in, like the drift simulator's, is sent to call by call). */
+  readonly #canPipeline: boolean;
+
+  /**
+   * Sends one of our scripts. The first call in a tick is written at once; more calls in the
+   * same tick (many acquires at once) join ioredis' auto-pipelining queue, whatever the client's
+   * own setting, and share one socket write at the end of the tick: the syscall is most of a
+   * call's client-side cost. Either way calls reach the member in the order they were made, which
+   * the rollback relies on (a release is written after the acquire it undoes): the batch is
+   * written after the direct call, and the flag is cleared before the batch is flushed.
+   */
+  #call<T>(script: keyof ScriptCommands, args: (string | number)[]): Promise<T> {
+    if (this.#writtenThisTick && this.#canPipeline) return executeWithAutoPipelining(this.#client, script, script, args, undefined) as Promise<T>;
+    if (this.#canPipeline) {
+      this.#writtenThisTick = true;
+      process.nextTick(() => (this.#writtenThisTick = false));
+    }
+    return (this.#client[script] as (...args: (string | number)[]) => Promise<T>)(...args);
   }
 
   /** The keys were set (Locked), or why not (Refusal). `keys` from acquireKeys(), computed once per round. */
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
     const { value, ttlMs, waiter, quarantineMs, fencing } = request;
     const settled = quarantineMs === this.#settled.quarantineMs ? this.#settled.since : '';
-    const reply = await this.#client.quorumlockAcquire(keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0, settled);
+    const reply = await this.#call<number | unknown[]>('quorumlockAcquire', [keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0, settled]);
     // A replica that accepts writes (replica-read-only no) must never count: its key can vanish
     // in a resync, and a failover hands its data, not ours, to the new master.
     const role = this.#role.current;
@@ -122,13 +147,13 @@ export class Member {
 
   /** Raises the fence counters of a lock we hold to `token`: {raised, highest before, trusted}. */
   async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync'): Promise<{ raised: boolean; highest: number; trusted: boolean }> {
-    const [raised, highest, trusted] = await this.#client.quorumlockFence(resources.length + 1, ...resources, EPOCH_KEY, value, token, mode);
+    const [raised, highest, trusted] = await this.#call<[number, number, number]>('quorumlockFence', [resources.length + 1, ...resources, EPOCH_KEY, value, token, mode]);
     return { raised: raised === 1, highest, trusted: trusted === 1 };
   }
 
   /** Declares this member brand new: ends its quarantine, absent fence counters read as 0. */
   trust(quarantineMs: number): Promise<number> {
-    return this.#client.quorumlockTrust(1, EPOCH_KEY, quarantineMs);
+    return this.#call('quorumlockTrust', [1, EPOCH_KEY, quarantineMs]);
   }
 
   /** The role this member reported at its last (re)connect: 'master', 'slave', ... */
@@ -138,18 +163,18 @@ export class Member {
 
   /** 1 when every key still held `value` and now expires in `ttlMs`, 0 otherwise. */
   extend(resources: readonly string[], value: string, ttlMs: number): Promise<number> {
-    return this.#client.quorumlockExtend(resources.length, ...resources, value, ttlMs);
+    return this.#call('quorumlockExtend', [resources.length, ...resources, value, ttlMs]);
   }
 
   /** How many of the keys held `value` and were deleted; the first waiter in line is told. `keys` from lineKeys(). */
   release(keys: readonly string[], value: string): Promise<number> {
-    return this.#client.quorumlockRelease(keys.length, ...keys, value);
+    return this.#call('quorumlockRelease', [keys.length, ...keys, value]);
   }
 
   /** Gives up a place in line. */
   leave(resources: readonly string[], waiterId: string): Promise<number> {
     const keys = lineKeys(resources);
-    return this.#client.quorumlockLeave(keys.length, ...keys, waiterId);
+    return this.#call('quorumlockLeave', [keys.length, ...keys, waiterId]);
   }
 
   /** A new connection with the client's options, for SUBSCRIBE; its owner must close it. */
