@@ -200,7 +200,7 @@ export async function throughput(set: MasterSet, o: { concurrency: number[]; sli
 
 // ---------------------------------------------------------------------------------------------
 // 3. Contended handoff: 8 workers (each its own client and connections) on one key, 1 ms holds.
-// The logic of bench/handoff.ts, for every client.
+// Contended handoff, for every client: 8 workers, one key, 1 ms holds.
 
 export const WORKERS = 8;
 const HANDOFF_TTL = 1000;

@@ -7,7 +7,7 @@
  *
  *   1. uncontended acquire + release latency (distinct keys, one at a time, interleaved per cycle)
  *   2. cycles/s at concurrency 1, 16, 128 (interleaved time slices)
- *   3. contended handoff: 8 workers on one key, 1 ms holds (bench/handoff.ts, for every client)
+ *   3. contended handoff: 8 workers on one key, 1 ms holds, for every client
  *   4. acquire latency with 2 of 5 members paused (SIGSTOP)
  *   5. time to fail one attempt with 3 of 5 paused
  *   6. quorumlock RSS / heap over 1,000,000 cycles at concurrency 128 (full run, or --rss)
