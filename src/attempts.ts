@@ -11,6 +11,7 @@
  * retry (retryDelay ± jitter, sooner if it is first and the holder's key expires sooner).
  */
 import pTimeout from 'p-timeout';
+import { channels, publish } from './diagnostics.js';
 import { LockAcquireError, type AttemptRecord } from './errors.js';
 import type { Member } from './member.js';
 import type { AttemptPolicy, Settings } from './options.js';
@@ -53,6 +54,7 @@ export async function acquireWithRetries(
 ): Promise<Won> {
   const { clock, logger } = settings;
   const begin = clock.now();
+  publish(channels.acquireStart, () => ({ resources, ttl }));
   const budgetEnd = begin + policy.waitTimeout;
   const attempts: AttemptRecord[] = [];
   let stoppedBecause: LockAcquireError['stoppedBecause'] = 'retries exhausted';
@@ -82,6 +84,7 @@ export async function acquireWithRetries(
         // Won: now, and only now, step out of every line (the scripts keep us in line until then).
         if (joined) leaveLine(members, resources, waiter);
         logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
+        publish(channels.acquireEnd, () => ({ resources, ttl, acquired: true, elapsedMs: clock.now() - begin, attempts: attempt, fence: result.fence }));
         return result;
       }
       const { round, outcome, validityMs } = result;
@@ -114,6 +117,14 @@ export async function acquireWithRetries(
     // Rejecting (retries or budget used up, aborted): nothing this call set may be left behind.
     await rollback;
     if (joined) leaveLine(members, resources, waiter);
+    publish(channels.acquireEnd, () => ({
+      resources,
+      ttl,
+      acquired: false,
+      elapsedMs: clock.now() - begin,
+      attempts: attempts.length,
+      outcome: error instanceof LockAcquireError ? error.outcome : 'aborted',
+    }));
     throw error;
   } finally {
     watch?.close();

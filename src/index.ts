@@ -7,3 +7,4 @@ export { quorumOf } from './quorum/tally.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
 export { fencedWrite, fenceKeyOf } from './fence-guard.js';
 export { guardLua as FENCE_GUARD_LUA } from './lua/sources.js';
+export { channels } from './diagnostics.js';

@@ -4,6 +4,7 @@
  */
 import { inspect } from 'node:util';
 import { deadlineOf, driftMs } from './clock/index.js';
+import { channels, publish } from './diagnostics.js';
 import { LockExtendError, LockLostError } from './errors.js';
 import type { Member } from './member.js';
 import { checkTtl, type Settings } from './options.js';
@@ -113,6 +114,7 @@ export class Lock implements AsyncDisposable {
     this.#lost = error;
     clearTimeout(this.#expiryTimer);
     this.#context.settings.logger.warn({ resources: this.resources, reason: error.reason, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'lock lost');
+    publish(channels.lost, () => ({ resources: this.resources, reason: error.reason }));
     this.#controller?.abort(error);
   }
 
@@ -145,6 +147,7 @@ export class Lock implements AsyncDisposable {
     if (this.#lost) throw new LockExtendError(this.resources, 'lost', [], 0);
 
     const round = await runRound({
+      operation: 'extend',
       members,
       send: extendSender(this.resources, this.value, ttl),
       counts: isLocked,
@@ -162,12 +165,14 @@ export class Lock implements AsyncDisposable {
       this.#votes = round.votes;
       this.#armExpiry();
       settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
+      publish(channels.extend, () => ({ resources: this.resources, extended: true, elapsedMs: round.elapsedMs }));
       return this;
     }
     const outcome = failureOutcome(round.won, round.votes);
     const reason = outcome === 'expired' ? 'late' : outcome === 'taken' ? 'lost' : 'unavailable';
     settings.logger.warn({ resources: this.resources, reason, votes: describeVotes(round.votes) }, 'lock extension failed');
     const error = new LockExtendError(this.resources, reason, round.votes, round.elapsedMs);
+    publish(channels.extend, () => ({ resources: this.resources, extended: false, elapsedMs: round.elapsedMs, reason }));
     this.#lose(new LockLostError(this.resources, 'extension failed', { cause: error }));
     throw error;
   }
@@ -185,6 +190,7 @@ export class Lock implements AsyncDisposable {
     const freed = answeredCount(round) >= quorumOf(members.length);
     if (freed) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
     else settings.logger.warn({ resources: this.resources, votes: describeVotes(round.votes, 'released') }, 'lock release not confirmed by a quorum; the keys expire by their TTL');
+    publish(channels.release, () => ({ resources: this.resources, freed, elapsedMs: round.elapsedMs }));
     return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
   }
 

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { deadlineOf, driftMs } from '../clock/index.js';
+import { channels, publish } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
 import type { AcquireRequest, Member } from '../member.js';
 import type { Settings } from '../options.js';
@@ -49,7 +50,9 @@ function acquireSender(keys: readonly string[], request: AcquireRequest, reading
     member.acquire(keys, request).then((result) => {
       if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place };
       readings[index] = result.fence;
-      return result.quarantinedForMs > 0 ? { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs } : 'locked';
+      if (result.quarantinedForMs === 0) return 'locked';
+      publish(channels.quarantine, () => ({ member: member.id, quarantinedForMs: result.quarantinedForMs }));
+      return { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs };
     });
 }
 
@@ -80,7 +83,7 @@ export async function attemptLock(
   let round: RoundResult<LockAnswer>;
   let fence: number | undefined;
   try {
-    round = await runRound({ members, send: acquireSender(acquireKeys(resources), request, readings), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
+    round = await runRound({ operation: 'acquire', members, send: acquireSender(acquireKeys(resources), request, readings), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
     if (round.won && fencing) fence = await fenceToken(members, settings, resources, value, readings, signal);
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.

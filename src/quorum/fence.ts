@@ -36,6 +36,7 @@ export async function fenceToken(
   for (let tries = 0; tries < 3; tries++) {
     let highest = 0;
     const round = await runRound<LockAnswer>({
+      operation: 'fence',
       members,
       send: (member) =>
         member.fence(resources, value, proposed, 'propose').then((reply) => {

@@ -30,6 +30,7 @@ export function releaseOn(
 ): Promise<RoundResult<ReleaseAnswer>> {
   const keys = lineKeys(resources);
   return runRound<ReleaseAnswer>({
+    operation: 'release',
     members,
     send: (member) => member.release(keys, value).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
     counts: answered,

@@ -9,11 +9,14 @@
  */
 import pTimeout from 'p-timeout';
 import type { Clock } from '../clock/index.js';
+import { channels, publish } from '../diagnostics.js';
 import type { Member } from '../member.js';
 import { decide, quorumOf } from './tally.js';
 import type { Answered, MemberVote } from './votes.js';
 
 export interface RoundSpec<Answer extends string> {
+  /** What the round does, for the vote events. */
+  operation: 'acquire' | 'extend' | 'release' | 'fence';
   members: readonly Member[];
   send(member: Member, index: number): Promise<Answered<Answer>>;
   /** Whether an answer counts toward quorum. */
@@ -58,6 +61,7 @@ export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): 
     const record = (index: number, vote: MemberVote<Answer>) => {
       if (closed) return; // a straggler after the decision changes nothing
       votes[index] = vote;
+      publish(channels.vote, () => ({ operation: spec.operation, ...vote }));
       if (vote.vote !== 'error' && spec.counts(vote.vote as Answer)) yesCount++;
       else noCount++;
       const settled = spec.waitForAll ? yesCount + noCount === members.length : decide(yesCount, noCount, members.length) !== 'open';

@@ -1,0 +1,111 @@
+/** `status`, `members` and `trust`: read-only views of the member set, and the operator's trust step. */
+import { Redlock, quorumOf } from '../index.js';
+import { formatMs } from './duration.js';
+import { EXIT } from './errors.js';
+import { connect, type MemberUrl } from './members.js';
+import { healthy, probe, type MemberProbe } from './probe.js';
+import { table } from './table.js';
+
+export interface InspectOptions {
+  members: MemberUrl[];
+  json: boolean;
+  timeoutMs: number;
+  maxLockTtl: number;
+  out: (text: string) => void;
+}
+
+async function probeAll(options: InspectOptions, extra: { resource?: string; info?: boolean }): Promise<MemberProbe[]> {
+  const connected = connect(options.members, { commandTimeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs });
+  try {
+    return await Promise.all(
+      connected.clients.map((client, index) => probe(client, options.members[index]!.name, { maxLockTtl: options.maxLockTtl, ...extra, lastError: () => connected.lastError[index] })),
+    );
+  } finally {
+    connected.close();
+  }
+}
+
+function epochText(probe: MemberProbe): string {
+  const epoch = probe.epoch;
+  if (!epoch) return '-';
+  const genesis = epoch.genesis ? ', genesis' : '';
+  if (epoch.state === 'none') return `no epoch yet (its first lock starts a quarantine)${genesis}`;
+  if (epoch.state === 'quarantined') return `quarantined, ${formatMs(epoch.leftMs ?? 0)} left (age ${formatMs(epoch.ageMs ?? 0)})${genesis}`;
+  return `trusted (age ${formatMs(epoch.ageMs ?? 0)})${genesis}`;
+}
+
+const reach = (probe: MemberProbe) => (probe.reachable ? (probe.error ? `error: ${probe.error}` : 'yes') : `no: ${probe.error ?? 'unreachable'}`);
+const latency = (probe: MemberProbe) => (probe.latencyMs === undefined ? '-' : `${probe.latencyMs.toFixed(2)} ms`);
+
+export async function status(resource: string, options: InspectOptions): Promise<number> {
+  const probes = await probeAll(options, { resource });
+  const quorum = quorumOf(probes.length);
+  const heldBy = new Map<string, number>();
+  for (const p of probes) if (p.lock?.held && p.lock.owner) heldBy.set(p.lock.owner, (heldBy.get(p.lock.owner) ?? 0) + 1);
+  const [owner, count] = [...heldBy.entries()].sort((a, b) => b[1] - a[1])[0] ?? [undefined, 0];
+  const summary = { resource, quorum, held: count >= quorum, owner: count >= quorum ? owner : undefined, heldOn: count };
+  if (options.json) {
+    options.out(JSON.stringify({ ...summary, members: probes }) + '\n');
+  } else {
+    const rows = probes.map((p) => [
+      p.member,
+      reach(p),
+      p.role ?? '-',
+      latency(p),
+      p.lock ? (p.lock.held ? 'held' : 'free') : '-',
+      p.lock?.held && p.lock.pttlMs !== undefined ? (p.lock.pttlMs < 0 ? 'no ttl' : formatMs(p.lock.pttlMs)) : '-',
+      p.lock?.owner ?? '-',
+      epochText(p),
+    ]);
+    options.out(table(['member', 'reachable', 'role', 'latency', 'lock', 'pttl', 'owner', 'quarantine'], rows));
+    options.out(
+      summary.held
+        ? `${resource}: held by owner ${owner} on ${count} of ${probes.length} members (quorum ${quorum})\n`
+        : `${resource}: not held by a quorum (${count ? `owner ${owner} on ${count}` : 'free everywhere'}; quorum ${quorum} of ${probes.length})\n`,
+    );
+  }
+  return probes.some((p) => !p.reachable || p.error) ? EXIT.unavailable : EXIT.ok;
+}
+
+export async function members(options: InspectOptions): Promise<number> {
+  const probes = await probeAll(options, { info: true });
+  const quorum = quorumOf(probes.length);
+  const healthyCount = probes.filter(healthy).length;
+  const usable = probes.filter((p) => healthy(p) && p.epoch?.state === 'trusted').length;
+  const ok = healthyCount >= quorum;
+  if (options.json) {
+    options.out(JSON.stringify({ quorum, healthy: healthyCount, trusted: usable, ok, members: probes.map((p) => ({ ...p, healthy: healthy(p) })) }) + '\n');
+  } else {
+    const rows = probes.map((p) => [p.member, healthy(p) ? 'healthy' : 'UNHEALTHY', reach(p), p.role ?? '-', latency(p), p.version ?? '-', epochText(p)]);
+    options.out(table(['member', 'health', 'reachable', 'role', 'latency', 'version', 'quarantine'], rows));
+    options.out(`${healthyCount} of ${probes.length} healthy masters, quorum ${quorum}: ${ok ? 'OK' : 'NOT ENOUGH'}\n`);
+    if (ok && usable < quorum) {
+      options.out(`note: only ${usable} of them are past the restart quarantine; locks fail until a quorum is (brand-new deployment: quorumlock trust)\n`);
+    }
+  }
+  return ok ? EXIT.ok : EXIT.unavailable;
+}
+
+export async function trust(options: InspectOptions): Promise<number> {
+  const connected = connect(options.members, { commandTimeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs });
+  const redlock = new Redlock(connected.clients, { maxLockTtl: options.maxLockTtl });
+  try {
+    const results = await redlock.trustMembers();
+    const named = results.map((result, index) => ({
+      member: options.members[index]!.name,
+      trusted: result.trusted,
+      ...(result.quarantineLeftMs === undefined ? {} : { quarantineLeftMs: result.quarantineLeftMs }),
+      ...(result.error ? { error: result.error.message } : {}),
+    }));
+    if (options.json) {
+      options.out(JSON.stringify({ members: named }) + '\n');
+    } else {
+      const rows = named.map((r) => [r.member, r.trusted ? 'trusted' : `FAILED: ${r.error ?? 'unknown error'}`, r.quarantineLeftMs ? `ended ${formatMs(r.quarantineLeftMs)} early` : '-']);
+      options.out(table(['member', 'result', 'quarantine'], rows));
+    }
+    return named.every((r) => r.trusted) ? EXIT.ok : EXIT.unavailable;
+  } finally {
+    await redlock.quit();
+    connected.close();
+  }
+}

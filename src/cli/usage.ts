@@ -1,0 +1,50 @@
+export const USAGE = `quorumlock: a Redlock lock across N independent Redis masters, from the shell.
+
+Usage:
+  quorumlock run --resource <name> --ttl <duration> [options] -- <command> [args...]
+  quorumlock status <resource> [--json]
+  quorumlock members [--json]
+  quorumlock trust
+  quorumlock --help
+
+Every command takes --members (or the environment variable QUORUMLOCK_MEMBERS):
+  comma-separated URLs redis://[[user]:password@]host[:port][/db] or rediss://...
+  Use 3 or 5 independent masters; a lock needs a quorum of floor(N/2)+1.
+
+run: like flock(1), across the members. Locks <name>, runs the command with stdin/stdout/stderr
+inherited while extending the lock (every third of the ttl), releases it when the command exits.
+  --resource <name>       the lock's name (required)
+  --ttl <duration>        lock time-to-live; the lock is extended while the command runs (required)
+  --wait <duration>       wait in line up to this long for a held lock (default 0: one attempt)
+  --grace <duration>      after a lost lock: time between SIGTERM and SIGKILL (default 10s)
+  --fencing               issue a fencing token, passed as QUORUMLOCK_FENCE
+  --max-lock-ttl <dur>    the longest ttl any client of these resources uses, and the restart
+                          quarantine (default max(60s, --ttl))
+  --node-timeout <dur>    time each member gets to answer each call (default 50ms)
+  --json                  one JSON line per event (acquired, lost, failed, exit) on stderr
+  The command gets QUORUMLOCK_RESOURCE and, with --fencing, QUORUMLOCK_FENCE. SIGINT and SIGTERM
+  are forwarded to it. On a terminal, a status line shows while waiting.
+
+status <resource>: per member: reachable, role, PING latency, held or free, remaining PTTL, the
+  owner's fingerprint (first 8 hex chars of sha256 of the lock value; never the value), and the
+  restart quarantine (age of the member's epoch vs --max-lock-ttl, default 60s).
+members: health of the member set: role, epoch age and quarantine, latency, Redis version.
+  Exits 69 when fewer than a quorum are healthy (reachable masters).
+trust: declares the members brand new and trusted (redlock.trustMembers()). Brand-new masters
+  otherwise count only once --max-lock-ttl has passed since their first lock (restart quarantine).
+  Run it ONCE for a new deployment. NEVER for members that restarted empty or were flushed while
+  locks may have been held: that is exactly the hazard the quarantine protects against.
+  status, members and trust also take --timeout <duration> (per command, default 1s) and --json.
+
+Durations: 500ms, 30s, 1.5s, 2m, 1h, or plain milliseconds.
+
+Exit codes:
+  0     success (run: the command exited 0)
+  1-63  run: the command's own exit code
+  64    usage error (bad or missing flag, URL or duration)
+  69    members unreachable, too few healthy masters, members in quarantine, or another error
+  73    run: the lock is held by another owner and was not had within --wait
+  75    run: the lock was lost while the command ran; the command got SIGTERM (SIGKILL after --grace)
+  126   run: the command could not be executed; 127: command not found
+  128+n run: the command was killed by signal n (also the CLI's own code when signal n interrupts the wait)
+`;
