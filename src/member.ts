@@ -124,7 +124,7 @@ export class Member {
     return (this.#client[script] as (...args: (string | number)[]) => Promise<T>)(...args);
   }
 
-  /** The keys were set (Locked), or why not (Refusal). `keys` from acquireKeys(), computed once per round. */
+  /** @internal The keys were set (Locked), or why not (Refusal). `keys` from acquireKeys(), computed once per round. */
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
     const { value, ttlMs, waiter, quarantineMs, fencing } = request;
     const settled = quarantineMs === this.#settled.quarantineMs ? this.#settled.since : '';
@@ -145,13 +145,13 @@ export class Member {
     return { why: status === 0 ? 'taken' : 'queued', heldForMs: a! >= 0 ? a : undefined, place: b! >= 0 ? b : undefined };
   }
 
-  /** Raises the fence counters of a lock we hold to `token`: {raised, highest before, trusted}. */
+  /** @internal Raises the fence counters of a lock we hold to `token`: {raised, highest before, trusted}. */
   async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync'): Promise<{ raised: boolean; highest: number; trusted: boolean }> {
     const [raised, highest, trusted] = await this.#call<[number, number, number]>('quorumlockFence', [resources.length + 1, ...resources, EPOCH_KEY, value, token, mode]);
     return { raised: raised === 1, highest, trusted: trusted === 1 };
   }
 
-  /** Declares this member brand new: ends its quarantine, absent fence counters read as 0. */
+  /** @internal Declares this member brand new: ends its quarantine, absent fence counters read as 0. */
   trust(quarantineMs: number): Promise<number> {
     return this.#call('quorumlockTrust', [1, EPOCH_KEY, quarantineMs]);
   }
@@ -161,28 +161,28 @@ export class Member {
     return this.#role.current;
   }
 
-  /** 1 when every key still held `value` and now expires in `ttlMs`, 0 otherwise. */
+  /** @internal 1 when every key still held `value` and now expires in `ttlMs`, 0 otherwise. */
   extend(resources: readonly string[], value: string, ttlMs: number): Promise<number> {
     return this.#call('quorumlockExtend', [resources.length, ...resources, value, ttlMs]);
   }
 
-  /** How many of the keys held `value` and were deleted; the first waiter in line is told. `keys` from lineKeys(). */
+  /** @internal How many of the keys held `value` and were deleted; the first waiter in line is told. `keys` from lineKeys(). */
   release(keys: readonly string[], value: string): Promise<number> {
     return this.#call('quorumlockRelease', [keys.length, ...keys, value]);
   }
 
-  /** Gives up a place in line. */
+  /** @internal Gives up a place in line. */
   leave(resources: readonly string[], waiterId: string): Promise<number> {
     const keys = lineKeys(resources);
     return this.#call('quorumlockLeave', [keys.length, ...keys, waiterId]);
   }
 
-  /** A new connection with the client's options, for SUBSCRIBE; its owner must close it. */
+  /** @internal A new connection with the client's options, for SUBSCRIBE; its owner must close it. */
   subscriber(): Redis {
     return this.#client.duplicate();
   }
 
-  /** Calls `listener` once when the user's client has ended for good (they quit it). */
+  /** @internal Calls `listener` once when the user's client has ended for good (they quit it). */
   onEnd(listener: () => void): void {
     this.#client.once('end', listener);
   }
