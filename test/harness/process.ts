@@ -36,7 +36,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 function spawnServer(port: number, options: StartOptions): Promise<ChildProcess> {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...(options.args ?? [])];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...(typeof options.args === 'function' ? options.args(port) : (options.args ?? []))];
   return new Promise((resolve, reject) => {
     const child = spawn(redisServerBinary(), args, {
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -22,8 +22,11 @@ export interface Master {
 }
 
 export interface StartOptions {
-  /** Extra redis-server arguments, e.g. ['--maxmemory', '10mb']. */
-  args?: string[];
+  /**
+   * Extra redis-server arguments, e.g. ['--maxmemory', '10mb'], or a function of the master's port
+   * (e.g. TLS only: (port) => ['--port', '0', '--tls-port', String(port), ...]).
+   */
+  args?: string[] | ((port: number) => string[]);
   /** Environment for the server process (e.g. LD_PRELOAD for libfaketime). Process backend only. */
   env?: Record<string, string>;
 }

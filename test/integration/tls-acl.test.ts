@@ -1,0 +1,126 @@
+/**
+ * TLS and ACL members: ioredis options pass straight through, and an ACL user allowed only what
+ * quorumlock needs (the rule README documents) can lock, wait, fence and release, and nothing else.
+ */
+import Redis from 'ioredis';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Redlock } from '../../src/index.js';
+import { processBackend } from '../harness/process.js';
+import type { MasterSet } from '../harness/types.js';
+import { fresh } from './util.js';
+
+/** The ACL rule from README ("TLS and ACL"), for lock names under `lock:`. */
+export const LOCKER_ACL = [
+  'on',
+  '>locker-secret',
+  'resetkeys',
+  '~lock:*',
+  '~{lock:*}:quorumlock:*',
+  '~quorumlock:epoch',
+  'resetchannels',
+  '&quorumlock:waiter:*',
+  '-@all',
+  '+eval',
+  '+evalsha',
+  '+ping',
+  '+info',
+  '+role',
+  '+subscribe',
+  '+unsubscribe',
+  // what the scripts call
+  '+exists',
+  '+pttl',
+  '+set',
+  '+get',
+  '+del',
+  '+pexpire',
+  '+zadd',
+  '+zrem',
+  '+zrange',
+  '+zrangebyscore',
+  '+zrank',
+  '+hget',
+  '+hset',
+  '+time',
+  '+publish',
+];
+
+let dir: string;
+let set: MasterSet;
+let tls: { ca: Buffer; rejectUnauthorized: true };
+
+function openssl(...args: string[]): void {
+  execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+}
+
+beforeAll(async () => {
+  // A CA and a server certificate for 127.0.0.1, made now: nothing secret is committed.
+  dir = mkdtempSync(join(tmpdir(), 'quorumlock-tls-'));
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=quorumlock-test-ca');
+  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+  writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
+  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '1', '-extfile', 'ext.cnf');
+  tls = { ca: readFileSync(join(dir, 'ca.crt')), rejectUnauthorized: true };
+  set = await processBackend.start(3, {
+    args: (port) => ['--port', '0', '--tls-port', String(port), '--tls-cert-file', join(dir, 'server.crt'), '--tls-key-file', join(dir, 'server.key'), '--tls-ca-cert-file', join(dir, 'ca.crt'), '--tls-auth-clients', 'no'],
+  });
+  // The admin sets up the locker user, and declares the brand-new masters trusted.
+  const admins = set.masters.map((master) => new Redis({ host: master.host, port: master.port, tls }));
+  await Promise.all(admins.map((admin) => admin.call('ACL', 'SETUSER', 'locker', ...LOCKER_ACL)));
+  await new Redlock(admins).trustMembers();
+  for (const admin of admins) admin.disconnect();
+});
+
+afterAll(async () => {
+  await set?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function lockerClients(): Redis[] {
+  return set.masters.map((master) => {
+    const client = new Redis({ host: master.host, port: master.port, tls, username: 'locker', password: 'locker-secret' });
+    client.on('error', () => {});
+    return client;
+  });
+}
+
+it('locks, waits in line, fences and releases over TLS as an ACL user with only the documented rights', async () => {
+  const clients = lockerClients();
+  const other = lockerClients();
+  const redlock = new Redlock(clients);
+  const waiter = new Redlock(other, { retryDelay: 5_000, retryJitter: 0 });
+  try {
+    const resource = fresh('lock:tls');
+    const lock = await redlock.acquire(resource, 5_000, { fencing: true });
+    expect(lock.fence).toBeGreaterThan(0);
+    // A waiter subscribes to its channel and is woken by the release (not its 5 s timed retry).
+    const next = waiter.acquire(resource, 5_000, { waitTimeout: 3_000 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await lock.release();
+    const second = await next;
+    expect(second.remainingMs()).toBeGreaterThan(0);
+    await second.extend(5_000);
+    expect((await second.release()).freed).toBe(true);
+    // The user can do nothing else: other keys and other commands are refused.
+    await expect(clients[0]!.set('not-a-lock', 'x')).rejects.toThrow(/NOPERM/);
+    await expect(clients[0]!.call('FLUSHALL')).rejects.toThrow(/NOPERM/);
+  } finally {
+    await redlock.quit();
+    await waiter.quit();
+    for (const client of [...clients, ...other]) client.disconnect();
+  }
+});
+
+it('refuses a client that does not trust the server certificate', async () => {
+  const master = set.masters[0]!;
+  const untrusting = new Redis({ host: master.host, port: master.port, tls: { rejectUnauthorized: true }, maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  const errors: Error[] = [];
+  untrusting.on('error', (error: Error) => errors.push(error));
+  await expect(untrusting.connect()).rejects.toThrow(); // ioredis reports it as a closed connection
+  expect(errors.map((error) => error.message).join(' ')).toMatch(/certificate/i); // the handshake's own reason
+  untrusting.disconnect();
+});
