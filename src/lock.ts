@@ -3,7 +3,7 @@
  * extend() renews this same handle (no new object to swap in); release() is idempotent.
  */
 import { inspect } from 'node:util';
-import { deadlineOf, driftMs } from './clock/index.js';
+import { deadlineOf, driftMs, setBackgroundTimer } from './clock/index.js';
 import { channels, publish } from './diagnostics.js';
 import { LockExtendError, LockLostError } from './errors.js';
 import type { Member } from './member.js';
@@ -41,7 +41,7 @@ export class Lock implements AsyncDisposable {
   #extending: Promise<unknown> = Promise.resolve();
   /** Created on first use of `signal`, so locks nobody watches cost no timer. */
   #controller: AbortController | undefined;
-  #expiryTimer: NodeJS.Timeout | undefined;
+  #expiryTimer: unknown;
   #lost: LockLostError | undefined;
 
   /**
@@ -99,20 +99,19 @@ export class Lock implements AsyncDisposable {
   }
 
   #armExpiry(): void {
-    clearTimeout(this.#expiryTimer);
+    this.#context.settings.clock.clearTimer(this.#expiryTimer);
     if (!this.#controller || this.#released || this.#lost) return;
     const remaining = this.remainingMs();
     if (remaining <= 0) return this.#lose(new LockLostError(this.resources, 'expired'));
-    // Unref'd: a lock nobody works under must not keep the process alive. Re-checked when it
-    // fires, since an extension may have moved the deadline meanwhile.
-    this.#expiryTimer = setTimeout(() => this.#armExpiry(), remaining);
-    this.#expiryTimer.unref();
+    // In the background: a lock nobody works under must not keep the process alive. Re-checked
+    // when it fires, since an extension may have moved the deadline meanwhile.
+    this.#expiryTimer = setBackgroundTimer(this.#context.settings.clock, () => this.#armExpiry(), remaining);
   }
 
   #lose(error: LockLostError): void {
     if (this.#released || this.#lost) return;
     this.#lost = error;
-    clearTimeout(this.#expiryTimer);
+    this.#context.settings.clock.clearTimer(this.#expiryTimer);
     this.#context.settings.logger.warn({ resources: this.resources, reason: error.reason, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'lock lost');
     publish(channels.lost, () => ({ resources: this.resources, reason: error.reason }));
     this.#controller?.abort(error);
@@ -185,7 +184,7 @@ export class Lock implements AsyncDisposable {
   async release(): Promise<ReleaseResult> {
     const { members, settings } = this.#context;
     this.#released = true;
-    clearTimeout(this.#expiryTimer);
+    settings.clock.clearTimer(this.#expiryTimer);
     const round = await releaseOn(members, settings, this.resources, this.value, 'quorum');
     const freed = answeredCount(round) >= quorumOf(members.length);
     if (freed) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');

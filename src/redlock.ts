@@ -120,7 +120,7 @@ export class Redlock implements LockContext {
     const threshold = checkExtendThreshold(options?.extendThreshold, ttl, this.settings);
     const lock = await this.acquire(resources, ttl, options);
     const signal = lock.signal;
-    const stop = keepExtended(lock, ttl, threshold);
+    const stop = keepExtended(lock, ttl, threshold, this.settings.clock);
     try {
       const result = await work(signal, lock);
       if (signal.aborted) throw signal.reason;

@@ -5,17 +5,17 @@
  * docs ask for a bounded number of reacquisition attempts, and a lock that failed to extend is
  * one the work should no longer count on.
  */
+import { type Clock, setBackgroundTimer } from './clock/index.js';
 import type { Lock } from './lock.js';
 
-export function keepExtended(lock: Lock, ttl: number, thresholdMs: number): () => void {
-  let timer: NodeJS.Timeout | undefined;
+export function keepExtended(lock: Lock, ttl: number, thresholdMs: number, clock: Clock): () => void {
+  let timer: unknown;
   let stopped = false;
 
   const schedule = () => {
     if (stopped) return;
-    timer = setTimeout(extendNow, Math.max(0, lock.remainingMs() - thresholdMs));
-    // The work keeps the process alive, not the watchdog: if nothing else is pending, let it exit.
-    timer.unref();
+    // In the background: the work keeps the process alive, not the watchdog.
+    timer = setBackgroundTimer(clock, extendNow, Math.max(0, lock.remainingMs() - thresholdMs));
   };
   const extendNow = () => {
     if (stopped || lock.signal.aborted || lock.released) return;
@@ -27,6 +27,6 @@ export function keepExtended(lock: Lock, ttl: number, thresholdMs: number): () =
   schedule();
   return () => {
     stopped = true;
-    clearTimeout(timer);
+    clock.clearTimer(timer);
   };
 }

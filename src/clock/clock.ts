@@ -28,6 +28,16 @@ function sleepMs(ms: number): number {
 }
 
 /** performance.now(): monotonic, sub-millisecond, unaffected by wall-clock changes. */
+/**
+ * A timer that must not keep the process alive by itself (an expiry check, a watchdog): unref'd
+ * where the clock's timers support it (Node's do; a ManualClock's need not).
+ */
+export function setBackgroundTimer(clock: Clock, callback: () => void, ms: number): unknown {
+  const timer = clock.setTimer(callback, ms);
+  (timer as { unref?: () => void } | undefined)?.unref?.();
+  return timer;
+}
+
 export const systemClock: Clock = {
   now: () => performance.now(),
   epochMs: () => performance.timeOrigin + performance.now(),
