@@ -13,7 +13,7 @@ const FLAG = '--members';
 
 /** The URL with any password replaced by ***, for messages. */
 export function redact(text: string): string {
-  return text.replace(/^(rediss?:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:@/]*:)[^@/]*@/i, '$1***@');
 }
 
 /** Comma-separated redis:// or rediss:// URLs, from --members or QUORUMLOCK_MEMBERS. */
@@ -78,7 +78,12 @@ export function connect(members: readonly MemberUrl[], { commandTimeoutMs, conne
     clients,
     lastError,
     close() {
-      for (const client of clients) client.disconnect();
+      for (const client of clients) {
+        client.disconnect();
+        // disconnect() only half-closes the socket: to a paused member that never answers the
+        // FIN, the socket would keep the process alive. Nothing more is sent on it: destroy it.
+        (client.stream as { destroy?: () => void } | undefined)?.destroy?.();
+      }
     },
   };
 }

@@ -38,13 +38,17 @@ export function fingerprint(value: string): string {
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 export async function probe(client: Redis, member: string, options: { maxLockTtl: number; resource?: string; info?: boolean; lastError?: () => Error | undefined }): Promise<MemberProbe> {
-  const started = performance.now();
+  let started = performance.now();
   try {
+    // The first PING waits for the connection; the second is the round trip.
+    await client.ping();
+    started = performance.now();
     await client.ping();
   } catch (error) {
     const last = options.lastError?.();
     const why = message(error);
-    return { member, reachable: false, error: last && /timed out|Connection is closed/i.test(why) ? `${why} (${last.message})` : why };
+    // The connection error (ECONNREFUSED, ENOTFOUND, auth) says more than "max retries reached".
+    return { member, reachable: false, error: last ? last.message : why };
   }
   const result: MemberProbe = { member, reachable: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
   try {

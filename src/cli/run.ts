@@ -29,9 +29,10 @@ const signalCode = (signal: NodeJS.Signals) => 128 + (constants.signals[signal] 
 
 export async function run(options: RunOptions): Promise<number> {
   const { err } = options;
+  // Problems always show; routine events (acquired, exit) only as --json lines.
   const say = (event: string, text: string, data: Record<string, unknown> = {}) => {
     if (options.json) err.write(JSON.stringify({ event, resource: options.resource, ...data }) + '\n');
-    else err.write(`quorumlock: ${text}\n`);
+    else if (event !== 'acquired' && event !== 'exit') err.write(`quorumlock: ${text}\n`);
   };
 
   // Commands time out on their own too (Redlock already stops waiting after nodeTimeout), so
@@ -91,13 +92,16 @@ export async function run(options: RunOptions): Promise<number> {
         ...(options.wait > 0 ? { retryCount: Infinity, waitTimeout: options.wait } : { retryCount: 0 }),
       },
     );
-    if (lost) return EXIT.lost;
+    if (lost) {
+      say('exit', 'the lock was lost while the command ran', { exitCode: EXIT.lost });
+      return EXIT.lost;
+    }
     say('exit', `command exited with ${code}`, { exitCode: code });
     return code;
   } catch (error) {
     clearLine();
     if (error instanceof LockLostError || lost) {
-      say('exit', `exiting ${EXIT.lost}: the lock was lost while the command ran`, { exitCode: EXIT.lost });
+      say('exit', 'the lock was lost while the command ran', { exitCode: EXIT.lost });
       return EXIT.lost;
     }
     if (interruptedBy && !child) {

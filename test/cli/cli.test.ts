@@ -1,0 +1,336 @@
+/**
+ * The quorumlock CLI as a user runs it: a child process (node --import tsx src/cli/main.ts)
+ * against three real redis-server masters.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseDuration } from '../../src/cli/duration.js';
+import { UsageError } from '../../src/cli/errors.js';
+import { parseMembers, redact } from '../../src/cli/members.js';
+import { startTestMasters, type TestMasters } from '../integration/masters.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+interface Cli {
+  child: ChildProcess;
+  stdout: string;
+  stderr: string;
+  /** Resolves once `text` appears on stdout. */
+  waitFor(text: string): Promise<void>;
+  done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }>;
+}
+
+const running = new Set<ChildProcess>();
+
+function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
+  const started = performance.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, QUORUMLOCK_MEMBERS: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  const result: Cli = {
+    child,
+    stdout: '',
+    stderr: '',
+    waitFor(text) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (result.stdout.includes(text)) {
+            child.stdout!.off('data', check);
+            resolve();
+          }
+        };
+        child.stdout!.on('data', check);
+        child.once('exit', () => reject(new Error(`exited before printing ${text}: ${result.stdout}\n${result.stderr}`)));
+        check();
+      });
+    },
+    done: new Promise((resolve) => {
+      child.once('close', (code, signal) => {
+        running.delete(child);
+        resolve({ code, signal, stdout: result.stdout, stderr: result.stderr, ms: performance.now() - started });
+      });
+    }),
+  };
+  child.stdout!.on('data', (chunk: Buffer) => (result.stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (result.stderr += chunk.toString()));
+  return result;
+}
+
+/** A node one-liner as the locked command. */
+const nodeCommand = (code: string) => ['--', process.execPath, '-e', code];
+
+let t: TestMasters;
+let members: string;
+
+beforeAll(async () => {
+  t = await startTestMasters(3);
+  members = t.masters.map((master) => `redis://${master.host}:${master.port}`).join(',');
+});
+
+afterEach(async () => {
+  for (const child of running) child.kill('SIGKILL');
+  await t.resumeAll();
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('parsing', () => {
+  it('reads durations in ms, s, m, h and plain ms, and names the flag when it cannot', () => {
+    expect(parseDuration('--ttl', '500ms')).toBe(500);
+    expect(parseDuration('--ttl', '1.5s')).toBe(1500);
+    expect(parseDuration('--ttl', '2m')).toBe(120_000);
+    expect(parseDuration('--ttl', '1h')).toBe(3_600_000);
+    expect(parseDuration('--ttl', '250')).toBe(250);
+    expect(parseDuration('--wait', '0', { allowZero: true })).toBe(0);
+    expect(() => parseDuration('--ttl', '0')).toThrow(/--ttl: must be larger than 0/);
+    expect(() => parseDuration('--ttl', '10x')).toThrow(UsageError);
+    expect(() => parseDuration('--grace', '-1s')).toThrow(/--grace: "-1s" is not a duration/);
+    expect(() => parseDuration('--ttl', '0.5ms')).toThrow(/whole number of milliseconds/);
+  });
+
+  it('reads member URLs with password, user and db, from the flag or QUORUMLOCK_MEMBERS, and never echoes a password', () => {
+    expect(parseMembers('redis://:secret@h1:7000/2, rediss://user:pw@h2,redis://[::1]:7001', {})).toEqual([
+      { url: 'redis://:secret@h1:7000/2', name: 'h1:7000/2' },
+      { url: 'rediss://user:pw@h2', name: 'h2:6379/0' },
+      { url: 'redis://[::1]:7001', name: '::1:7001/0' },
+    ]);
+    expect(parseMembers(undefined, { QUORUMLOCK_MEMBERS: 'redis://a:1,redis://b:2' }).map((m) => m.name)).toEqual(['a:1/0', 'b:2/0']);
+    expect(() => parseMembers(undefined, {})).toThrow(/--members is required \(or set QUORUMLOCK_MEMBERS\)/);
+    expect(() => parseMembers('redis://a:1,redis://a:1', {})).toThrow(/listed twice/);
+    expect(() => parseMembers('redis://h/abc', {})).toThrow(/database must be a number/);
+    let message = '';
+    try {
+      parseMembers('http://user:hunter2@h', {});
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toMatch(/--members: .*scheme must be redis:\/\/ or rediss:\/\//);
+    expect(message).not.toContain('hunter2');
+    expect(redact('redis://u:hunter2@h:1')).toBe('redis://u:***@h:1');
+  });
+});
+
+describe('usage errors exit 64 and name the flag', () => {
+  it.each([
+    [['run', '--members', 'http://x', '--resource', 'r', '--ttl', '1s', ...nodeCommand('0')], '--members'],
+    [['run', '--members', 'redis://x', '--resource', 'r', '--ttl', 'soon', ...nodeCommand('0')], '--ttl'],
+    [['run', '--members', 'redis://x', '--resource', 'r', '--ttl', '1s', '--wait', '5y', ...nodeCommand('0')], '--wait'],
+    [['run', '--members', 'redis://x', '--ttl', '1s', ...nodeCommand('0')], '--resource'],
+    [['run', '--members', 'redis://x', '--resource', 'r', ...nodeCommand('0')], '--ttl'],
+    [['run', '--members', 'redis://x', '--resource', 'r', '--ttl', '1s'], '--'],
+    [['run', '--members', 'redis://x', '--resource', 'r', '--ttl', '1s', '--bogus', ...nodeCommand('0')], '--bogus'],
+    [['run', '--members', 'redis://x', '--resource', 'r', '--ttl', '2m', '--max-lock-ttl', '1m', ...nodeCommand('0')], '--max-lock-ttl'],
+    [['status', '--members', 'redis://x'], '<resource>'],
+    [['members'], '--members'],
+  ])('%j', async (args, flag) => {
+    const { code, stderr, stdout } = await cli(args).done;
+    expect(code).toBe(64);
+    expect(stderr).toContain(flag);
+    expect(stdout).toBe('');
+  });
+
+  it('--help documents every exit code and the trust step', async () => {
+    const { code, stdout } = await cli(['--help']).done;
+    expect(code).toBe(0);
+    for (const text of ['64', '69', '73', '75', '128+n', 'quorumlock trust', 'QUORUMLOCK_MEMBERS', 'QUORUMLOCK_FENCE']) expect(stdout).toContain(text);
+  });
+});
+
+describe('run', () => {
+  it("exits with the command's exit code, and 128+n when a signal kills it", async () => {
+    expect((await cli(['run', '--members', members, '--resource', 'exit-code', '--ttl', '5s', ...nodeCommand('process.exit(7)')]).done).code).toBe(7);
+    expect((await cli(['run', '--members', members, '--resource', 'exit-code', '--ttl', '5s', ...nodeCommand('process.kill(process.pid, "SIGKILL")')]).done).code).toBe(128 + 9);
+    // Released at exit: a third run gets it at once.
+    expect((await cli(['run', '--members', members, '--resource', 'exit-code', '--ttl', '5s', ...nodeCommand('process.exit(0)')]).done).code).toBe(0);
+    expect(await t.valuesOf('exit-code')).toEqual([null, null, null]);
+  });
+
+  it('passes QUORUMLOCK_RESOURCE, and QUORUMLOCK_FENCE with --fencing, increasing from run to run', async () => {
+    const print = nodeCommand('console.log(JSON.stringify({ fence: process.env.QUORUMLOCK_FENCE ?? null, resource: process.env.QUORUMLOCK_RESOURCE }))');
+    const first = await cli(['run', '--members', members, '--resource', 'fenced', '--ttl', '5s', '--fencing', ...print]).done;
+    const second = await cli(['run', '--members', members, '--resource', 'fenced', '--ttl', '5s', '--fencing', ...print]).done;
+    const plain = await cli(['run', '--members', members, '--resource', 'fenced', '--ttl', '5s', ...print], { QUORUMLOCK_FENCE: 'stale' }).done;
+    expect([first.code, second.code, plain.code]).toEqual([0, 0, 0]);
+    const a = JSON.parse(first.stdout) as { fence: string; resource: string };
+    const b = JSON.parse(second.stdout) as { fence: string; resource: string };
+    expect(a.resource).toBe('fenced');
+    expect(a.fence).toMatch(/^\d+$/);
+    expect(Number(b.fence)).toBeGreaterThan(Number(a.fence));
+    expect(JSON.parse(plain.stdout)).toEqual({ fence: null, resource: 'fenced' });
+  });
+
+  it('exits 73 when another run holds the resource past --wait, and gets it when the holder finishes within --wait', async () => {
+    const holder = cli(['run', '--members', members, '--resource', 'contended', '--ttl', '5s', ...nodeCommand('console.log("holding"); setTimeout(() => {}, 1500)')]);
+    await holder.waitFor('holding');
+    const refused = await cli(['run', '--members', members, '--resource', 'contended', '--ttl', '5s', '--wait', '300ms', ...nodeCommand('console.log("ran")')]).done;
+    expect(refused.code).toBe(73);
+    expect(refused.stdout).not.toContain('ran');
+    expect(refused.stderr).toMatch(/could not lock contended/);
+    // Waits in line and runs once the holder is done (within its 1.5 s).
+    const waiter = await cli(['run', '--members', members, '--resource', 'contended', '--ttl', '5s', '--wait', '10s', '--json', ...nodeCommand('console.log("ran")')]).done;
+    expect(waiter.code).toBe(0);
+    expect(waiter.stdout).toContain('ran');
+    expect(waiter.stderr.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { event: string }).event)).toEqual(['acquired', 'exit']);
+    expect((await holder.done).code).toBe(0);
+  });
+
+  it('when the lock is lost, sends SIGTERM to the command and exits 75', async () => {
+    const holder = cli(['run', '--members', members, '--resource', 'lost', '--ttl', '1s', ...nodeCommand('process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(0); }); console.log("holding"); setTimeout(() => {}, 20000)')]);
+    await holder.waitFor('holding');
+    // Another party takes the keys away on a majority: the next extension fails.
+    await Promise.all([t.clients[0]!.del('lost'), t.clients[1]!.del('lost')]);
+    const { code, stdout, stderr, ms } = await holder.done;
+    expect(code).toBe(75);
+    expect(stdout).toContain('child got SIGTERM');
+    expect(stderr).toMatch(/lock on lost lost/);
+    expect(ms).toBeLessThan(8000);
+  });
+
+  it('a command that ignores SIGTERM after a lost lock is SIGKILLed after --grace', async () => {
+    const holder = cli(['run', '--members', members, '--resource', 'stubborn', '--ttl', '1s', '--grace', '300ms', ...nodeCommand('process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 20000)')]);
+    await holder.waitFor('holding');
+    await Promise.all([t.clients[0]!.del('stubborn'), t.clients[1]!.del('stubborn'), t.clients[2]!.del('stubborn')]);
+    const { code, stdout, ms } = await holder.done;
+    expect(code).toBe(75);
+    expect(stdout).toContain('ignoring SIGTERM');
+    expect(ms).toBeLessThan(8000);
+  });
+
+  it('forwards SIGTERM to the command, exits with its code, and releases the lock', async () => {
+    const holder = cli(['run', '--members', members, '--resource', 'forwarded', '--ttl', '5s', ...nodeCommand('process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(42); }); console.log("holding"); setTimeout(() => {}, 20000)')]);
+    await holder.waitFor('holding');
+    expect((await t.valuesOf('forwarded')).every((value) => value !== null)).toBe(true);
+    holder.child.kill('SIGTERM');
+    const { code, stdout } = await holder.done;
+    expect(code).toBe(42);
+    expect(stdout).toContain('child got SIGTERM');
+    expect(await t.valuesOf('forwarded')).toEqual([null, null, null]);
+  });
+
+  it('exits 127 for a command that does not exist, holding nothing afterwards', async () => {
+    const { code, stderr } = await cli(['run', '--members', members, '--resource', 'missing', '--ttl', '2s', '--', 'quorumlock-no-such-command']).done;
+    expect(code).toBe(127);
+    expect(stderr).toContain('quorumlock-no-such-command: command not found');
+    expect(await t.valuesOf('missing')).toEqual([null, null, null]);
+  });
+
+  it('SIGINT while waiting in line abandons the wait: exit 130, the command never runs', async () => {
+    const holder = cli(['run', '--members', members, '--resource', 'interrupted', '--ttl', '5s', ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)')]);
+    await holder.waitFor('holding');
+    const waiter = cli(['run', '--members', members, '--resource', 'interrupted', '--ttl', '5s', '--wait', '30s', ...nodeCommand('console.log("ran")')]);
+    // Past start-up (tsx) and into the wait: the line key on the members names it.
+    await expect.poll(() => t.clients[0]!.zcard('{interrupted}:quorumlock:line'), { timeout: 5000, interval: 50 }).toBeGreaterThan(0);
+    waiter.child.kill('SIGINT');
+    const { code, stdout, stderr } = await waiter.done;
+    expect(code).toBe(130);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/interrupted by SIGINT/);
+    holder.child.kill('SIGTERM');
+    await holder.done;
+  });
+
+  it('exits 69 when too few members are reachable', async () => {
+    await Promise.all([t.masters[0]!.pause(), t.masters[1]!.pause()]);
+    const { code, stderr, ms } = await cli(['run', '--members', members, '--resource', 'down', '--ttl', '2s', ...nodeCommand('console.log("ran")')]).done;
+    expect(code).toBe(69);
+    expect(stderr).toMatch(/timed out/);
+    // Exits by itself once done: no socket to a paused member keeps it alive (the CLI's 5 s
+    // fallback exit would show here).
+    expect(ms).toBeLessThan(4000);
+  });
+});
+
+describe('status', () => {
+  it('shows the lock held with an owner fingerprint, never the value, as a table and as JSON', async () => {
+    const holder = cli(['run', '--members', members, '--resource', 'report', '--ttl', '10s', ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)')]);
+    await holder.waitFor('holding');
+    const values = await t.valuesOf('report');
+    const value = values[0]!;
+    expect(value).toBeTruthy();
+    const owner = createHash('sha256').update(value).digest('hex').slice(0, 8);
+
+    const text = await cli(['status', 'report', '--members', members]).done;
+    expect(text.code).toBe(0);
+    expect(text.stdout).not.toContain(value);
+    expect(text.stdout).toContain(owner);
+    expect(text.stdout).toMatch(/report: held by owner [0-9a-f]{8} on 3 of 3 members/);
+    expect(text.stdout.match(/\bheld\b/g)?.length).toBeGreaterThanOrEqual(3);
+
+    const json = await cli(['status', 'report', '--json'], { QUORUMLOCK_MEMBERS: members }).done;
+    expect(json.code).toBe(0);
+    expect(json.stdout).not.toContain(value);
+    const parsed = JSON.parse(json.stdout) as { held: boolean; owner: string; members: { reachable: boolean; role: string; latencyMs: number; lock: { held: boolean; pttlMs: number; owner: string }; epoch: { state: string } }[] };
+    expect(parsed.held).toBe(true);
+    expect(parsed.owner).toBe(owner);
+    expect(parsed.members).toHaveLength(3);
+    for (const member of parsed.members) {
+      expect(member).toMatchObject({ reachable: true, role: 'master', lock: { held: true, owner }, epoch: { state: 'trusted' } });
+      expect(member.lock.pttlMs).toBeGreaterThan(0);
+      expect(member.lock.pttlMs).toBeLessThanOrEqual(10_000);
+      expect(member.latencyMs).toBeGreaterThanOrEqual(0);
+    }
+    holder.child.kill('SIGTERM');
+    await holder.done;
+
+    const free = JSON.parse((await cli(['status', 'report', '--json', '--members', members]).done).stdout) as { held: boolean; members: { lock: { held: boolean } }[] };
+    expect(free.held).toBe(false);
+    expect(free.members.map((m) => m.lock.held)).toEqual([false, false, false]);
+  });
+});
+
+describe('members', () => {
+  it('exits 0 with 3 healthy masters, and reports role, version, latency and epoch', async () => {
+    const { code, stdout } = await cli(['members', '--members', members, '--json']).done;
+    expect(code).toBe(0);
+    const parsed = JSON.parse(stdout) as { quorum: number; healthy: number; ok: boolean; members: { healthy: boolean; role: string; version: string; latencyMs: number; epoch: { state: string; ageMs: number } }[] };
+    expect(parsed).toMatchObject({ quorum: 2, healthy: 3, ok: true });
+    for (const member of parsed.members) {
+      expect(member).toMatchObject({ healthy: true, role: 'master', epoch: { state: 'trusted' } });
+      expect(member.version).toMatch(/^\d+\.\d+/);
+      expect(member.epoch.ageMs).toBeGreaterThan(0);
+    }
+    const table = await cli(['members', '--members', members]).done;
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/3 of 3 healthy masters, quorum 2: OK/);
+  });
+
+  it('exits 69 within a bounded time when 2 of 3 are paused', async () => {
+    await Promise.all([t.masters[0]!.pause(), t.masters[2]!.pause()]);
+    const { code, stdout, ms } = await cli(['members', '--members', members, '--timeout', '500ms']).done;
+    expect(code).toBe(69);
+    expect(stdout).toMatch(/1 of 3 healthy masters, quorum 2: NOT ENOUGH/);
+    expect(stdout.match(/UNHEALTHY/g)).toHaveLength(2);
+    expect(ms).toBeLessThan(4000);
+  });
+});
+
+describe('trust and the restart quarantine', () => {
+  it('a member set that lost its epochs refuses run (69, pointing at trust) until `quorumlock trust`', async () => {
+    await Promise.all(t.clients.map((c) => c.del('quorumlock:epoch')));
+    const before = await cli(['status', 'q', '--json', '--members', members]).done;
+    expect((JSON.parse(before.stdout) as { members: { epoch: { state: string } }[] }).members.map((m) => m.epoch.state)).toEqual(['none', 'none', 'none']);
+
+    const refused = await cli(['run', '--members', members, '--resource', 'q', '--ttl', '2s', ...nodeCommand('console.log("ran")')]).done;
+    expect(refused.code).toBe(69);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(/quorumlock trust/);
+    const quarantined = await cli(['members', '--members', members]).done;
+    expect(quarantined.stdout).toMatch(/quarantined, .* left/);
+    expect(quarantined.stdout).toMatch(/note: only 0 of them are past the restart quarantine/);
+
+    const trusted = await cli(['trust', '--members', members]).done;
+    expect(trusted.code).toBe(0);
+    expect(trusted.stdout.match(/\btrusted\b/g)).toHaveLength(3);
+
+    const ran = await cli(['run', '--members', members, '--resource', 'q', '--ttl', '2s', ...nodeCommand('console.log("ran")')]).done;
+    expect(ran.code).toBe(0);
+    expect(ran.stdout).toContain('ran');
+  });
+});
