@@ -11,6 +11,7 @@
  * retry (retryDelay ± jitter, sooner if it is first and the holder's key expires sooner).
  */
 import pTimeout from 'p-timeout';
+import { timersOf } from './clock/index.js';
 import { channels, publish } from './diagnostics.js';
 import { LockAcquireError, type AttemptRecord } from './errors.js';
 import type { Member } from './member.js';
@@ -98,7 +99,7 @@ export async function acquireWithRetries(
         // Listen first, then try again at once and join the line: a release that falls between
         // the refusal and the subscription is then seen by the next attempt, not missed.
         watch = notifications.watch(waiter.id);
-        wait = pTimeout(watch.ready, { milliseconds: settings.nodeTimeout, message: false });
+        wait = pTimeout(watch.ready, { milliseconds: settings.nodeTimeout, message: false, customTimers: timersOf(clock) });
       } else {
         // A release may come at any moment: wait out the delay or what is left of the budget,
         // whichever ends first (the loop's head then sees the budget gone).

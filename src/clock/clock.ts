@@ -38,6 +38,14 @@ export function setBackgroundTimer(clock: Clock, callback: () => void, ms: numbe
   return timer;
 }
 
+/** p-timeout's `customTimers`, on `clock`: deadlines then follow a ManualClock in tests and simulations. */
+export function timersOf(clock: Clock): { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout } {
+  return {
+    setTimeout: ((callback: () => void, ms: number) => clock.setTimer(callback, ms)) as unknown as typeof setTimeout,
+    clearTimeout: ((handle: unknown) => clock.clearTimer(handle)) as unknown as typeof clearTimeout,
+  };
+}
+
 export const systemClock: Clock = {
   now: () => performance.now(),
   epochMs: () => performance.timeOrigin + performance.now(),

@@ -1,2 +1,2 @@
-export { type Clock, systemClock, ManualClock, setBackgroundTimer } from './clock.js';
+export { type Clock, systemClock, ManualClock, setBackgroundTimer, timersOf } from './clock.js';
 export { driftMs, validityMs, deadlineOf } from './drift.js';

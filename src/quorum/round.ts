@@ -8,7 +8,7 @@
  * connection our release is queued behind the late command and runs after it.
  */
 import pTimeout from 'p-timeout';
-import type { Clock } from '../clock/index.js';
+import { type Clock, timersOf } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
 import type { Member } from '../member.js';
 import { decide, quorumOf } from './tally.js';
@@ -107,10 +107,7 @@ export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): 
       milliseconds: Math.max(0.001, spec.timeoutMs), // p-timeout rejects 0
       fallback: () => snapshot('timeout'),
       // The deadline runs on the injected clock, so a simulation on a ManualClock drives it too.
-      customTimers: {
-        setTimeout: ((callback: () => void, ms: number) => clock.setTimer(callback, ms)) as unknown as typeof setTimeout,
-        clearTimeout: ((handle: unknown) => clock.clearTimer(handle)) as unknown as typeof clearTimeout,
-      },
+      customTimers: timersOf(clock),
       ...(spec.signal ? { signal: spec.signal } : {}),
     });
   } finally {
