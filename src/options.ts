@@ -277,6 +277,16 @@ export interface UsingOptions extends AcquireOptions {
    * leave room for one extension round: more than nodeTimeout, less than ttl − drift − nodeTimeout.
    */
   extendThreshold?: number;
+  /**
+   * The most times the lock is extended; after that it runs out and the signal aborts with
+   * reason 'expired'. The Redis docs ask for a bound on reacquisitions, so that a stuck holder
+   * cannot keep a resource forever. Default Infinity.
+   */
+  maxExtensions?: number;
+}
+
+export function checkMaxExtensions(value: unknown): number {
+  return value === undefined ? Infinity : checkNumber('maxExtensions', value, { min: 0, integer: true, infinity: true });
 }
 
 export function checkExtendThreshold(value: unknown, ttl: number, settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'>): number {

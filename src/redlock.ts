@@ -11,6 +11,7 @@ import {
   type AcquireOptions,
   checkAcquireOptions,
   checkExtendThreshold,
+  checkMaxExtensions,
   checkMembers,
   checkOptionsObject,
   checkResources,
@@ -118,9 +119,10 @@ export class Redlock implements LockContext {
     checkOptionsObject(options);
     checkTtl(ttl, this.settings);
     const threshold = checkExtendThreshold(options?.extendThreshold, ttl, this.settings);
+    const maxExtensions = checkMaxExtensions(options?.maxExtensions);
     const lock = await this.acquire(resources, ttl, options);
     const signal = lock.signal;
-    const stop = keepExtended(lock, ttl, threshold, this.settings.clock);
+    const stop = keepExtended(lock, ttl, threshold, this.settings.clock, maxExtensions);
     try {
       const result = await work(signal, lock);
       if (signal.aborted) throw signal.reason;

@@ -103,11 +103,35 @@ describe('using()', () => {
     expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
   });
 
+  it('stops extending after maxExtensions: the lock then runs out and the signal says so', async () => {
+    const redlock = new Redlock(servers.clients);
+    const resource = fresh('bounded');
+    let extended = 0;
+    const outcome = redlock.using(
+      resource,
+      300,
+      async (signal, lock) => {
+        let deadline = lock.remainingMs();
+        while (!signal.aborted) {
+          await sleep(20);
+          if (lock.remainingMs() > deadline + 20) extended++; // the deadline moved: an extension
+          deadline = lock.remainingMs();
+        }
+        throw signal.reason;
+      },
+      { maxExtensions: 2 },
+    );
+    await expect(outcome).rejects.toMatchObject({ name: 'LockLostError', reason: 'expired' });
+    expect(extended).toBe(2);
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
+  });
+
   it('checks its arguments before locking', async () => {
     const redlock = new Redlock(servers.clients, { nodeTimeout: 50 });
     await expect(redlock.using('r', 120, async () => 1)).rejects.toMatchObject({ name: 'RangeError', parameter: 'ttl' });
     await expect(redlock.using('r', 1_000, async () => 1, { extendThreshold: 10 })).rejects.toMatchObject({ name: 'RangeError', parameter: 'extendThreshold' });
     await expect(redlock.using('r', 1_000, 'not a function' as never)).rejects.toMatchObject({ name: 'TypeError', parameter: 'work' });
+    await expect(redlock.using('r', 1_000, async () => 1, { maxExtensions: -1 })).rejects.toMatchObject({ name: 'RangeError', parameter: 'maxExtensions' });
     expect(await servers.valuesOf('r')).toEqual(Array(5).fill(null));
   });
 });
