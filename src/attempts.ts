@@ -19,7 +19,7 @@ import type { AttemptPolicy, Settings } from './options.js';
 import { attemptLock, type AttemptResult } from './quorum/attempt.js';
 import { quorumOf } from './quorum/tally.js';
 import { describeVotes, type MemberVote } from './quorum/votes.js';
-import { leaseFor, newWaiterId, type Waiter } from './waiting/line.js';
+import { leaseFor, lineKeys, newWaiterId, type Waiter } from './waiting/line.js';
 import type { Notifications, Watch } from './waiting/notifications.js';
 
 export type Won = Extract<AttemptResult, { won: true }>;
@@ -42,7 +42,8 @@ export function nextTryMs(votes: readonly MemberVote[], delay: number): number {
 
 /** Gives up places in line, without waiting: a member that does not hear it drops us when our lease runs out. */
 function leaveLine(members: readonly Member[], resources: readonly string[], waiter: Waiter): void {
-  for (const member of members) member.leave(resources, waiter.id).catch(() => undefined);
+  const keys = lineKeys(resources);
+  for (const member of members) member.leave(keys, waiter.id).catch(() => undefined);
 }
 
 export async function acquireWithRetries(

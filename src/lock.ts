@@ -9,9 +9,8 @@ import { LockExtendError, LockLostError } from './errors.js';
 import type { Member } from './member.js';
 import { checkTtl, type Settings } from './options.js';
 import { extendSender, failureOutcome } from './quorum/attempt.js';
-import { answeredCount, releaseOn } from './quorum/release.js';
+import { releaseOn } from './quorum/release.js';
 import { runRound } from './quorum/round.js';
-import { quorumOf } from './quorum/tally.js';
 import { describeVotes, isLocked, type MemberVote, type ReleaseAnswer } from './quorum/votes.js';
 
 export interface ReleaseResult {
@@ -186,7 +185,8 @@ export class Lock implements AsyncDisposable {
     this.#released = true;
     settings.clock.clearTimer(this.#expiryTimer);
     const round = await releaseOn(members, settings, this.resources, this.value, 'quorum');
-    const freed = answeredCount(round) >= quorumOf(members.length);
+    // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
+    const freed = round.won;
     if (freed) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
     else settings.logger.warn({ resources: this.resources, votes: describeVotes(round.votes, 'released') }, 'lock release not confirmed by a quorum; the keys expire by their TTL');
     publish(channels.release, () => ({ resources: this.resources, freed, elapsedMs: round.elapsedMs }));

@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import { executeWithAutoPipelining } from 'ioredis/built/autoPipelining.js';
 import { registerScripts, type ScriptCommands } from './lua/scripts.js';
 import type { Logger } from './options.js';
-import { EPOCH_KEY, lineKeys, type Waiter } from './waiting/line.js';
+import { EPOCH_KEY, type Waiter } from './waiting/line.js';
 
 interface ClientShape {
   options?: { host?: string; port?: number; path?: string; db?: number; name?: string; sentinels?: { host?: string; port?: number }[] | null };
@@ -171,9 +171,8 @@ export class Member {
     return this.#call('quorumlockRelease', [keys.length, ...keys, value]);
   }
 
-  /** @internal Gives up a place in line. */
-  leave(resources: readonly string[], waiterId: string): Promise<number> {
-    const keys = lineKeys(resources);
+  /** @internal Gives up a place in line. `keys` from lineKeys(). */
+  leave(keys: readonly string[], waiterId: string): Promise<number> {
     return this.#call('quorumlockLeave', [keys.length, ...keys, waiterId]);
   }
 

@@ -120,13 +120,13 @@ function checkNumber(parameter: string, value: unknown, range: { min: number; in
   return value;
 }
 
-export function checkDriftFactor(value: unknown): number {
+function checkDriftFactor(value: unknown): number {
   if (typeof value !== 'number' || Number.isNaN(value)) throw argumentError(TypeError, 'driftFactor', `must be a number in [0, 0.5), got ${show(value)}`);
   if (!(value >= 0 && value < 0.5)) throw argumentError(RangeError, 'driftFactor', `must be in [0, 0.5), got ${show(value)}`);
   return value;
 }
 
-export function checkNodeTimeout(value: unknown): number {
+function checkNodeTimeout(value: unknown): number {
   return checkNumber('nodeTimeout', value, { min: 0, minExclusive: true });
 }
 

@@ -58,7 +58,3 @@ export function rollback(
   return releaseOn(members.filter((_, index) => !silent(index)), settings, resources, value, 'all');
 }
 
-/** Members that confirmed a release. */
-export function answeredCount(round: RoundResult<ReleaseAnswer>): number {
-  return round.votes.filter((vote) => answered(vote.vote)).length;
-}
