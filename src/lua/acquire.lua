@@ -1,6 +1,7 @@
 -- Acquire, with a fair line of waiters, the restart quarantine and (optionally) fence readings.
 -- KEYS: the n lock keys, then their n line keys, then their n lease keys, then the member's epoch
---       hash (quorumlock:epoch: since = when this member's data began, genesis, fence counters).
+--       hash (since = when this server process's data began, its run id, genesis, fence
+--       counters; quorumlock:epoch, or one per hash slot on a Redis Cluster).
 -- ARGV: value, ttl ms, waiter id, ticket (arrival order, the same on every member), lease ms
 --       (how long a refused caller keeps its place without coming back; 0 = do not join the line),
 --       quarantine ms (0 = off), fencing (1 = report fence counters), the epoch's `since` as last
@@ -21,14 +22,7 @@ end
 local epoch = KEYS[#KEYS]
 local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
-local nowMs
-local function now()
-  if not nowMs then
-    local time = redis.call('TIME')
-    nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
-  return nowMs
-end
+-- #include _epoch.lua
 
 local heldFor, ahead = -1, false
 for i = 1, n do
@@ -61,19 +55,13 @@ if heldFor == -1 and not ahead then
   if quarantine == 0 and not fencing then
     return 1
   end
-  -- The epoch: created with this member's own time when absent. A restart without persistence,
-  -- FLUSHALL or eviction removes it, and with it every lock this member held: until a whole
-  -- quarantine (the longest ttl in use) has passed, another client may still hold a lock this
-  -- member forgot, so its yes must not count.
-  local since = redis.call('HGET', epoch, 'since')
+  -- The epoch of this server process. Until a whole quarantine (the longest ttl in use) has
+  -- passed since it began, another client may still hold a lock this member forgot (see
+  -- currentEpoch for how it can forget), so its yes must not count.
+  local since = currentEpoch(epoch)
   -- The same epoch this client already saw past its quarantine: still past it, no TIME needed.
-  -- (A restart or flush gives a new epoch, with another since.)
-  if since and since == settled and not fencing then
+  if since == settled and not fencing then
     return 1
-  end
-  if not since then
-    since = tostring(now())
-    redis.call('HSET', epoch, 'since', since)
   end
   local left = 0
   if quarantine > 0 then

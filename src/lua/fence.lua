@@ -12,6 +12,7 @@ local n = #KEYS - 1
 if n < 1 then
   return redis.error_reply('quorumlock: expected the lock keys and the epoch key, got ' .. #KEYS)
 end
+-- #include _epoch.lua
 local epoch = KEYS[#KEYS]
 local proposed = tonumber(ARGV[2])
 for i = 1, n do
@@ -19,6 +20,9 @@ for i = 1, n do
     return {0, 0, 0}
   end
 end
+-- Counters are read only in this process's epoch: a restart or failover since the acquire round
+-- starts a new one, and the counters it held are then unknown (untrusted) until synced again.
+currentEpoch(epoch)
 local genesis = redis.call('HGET', epoch, 'genesis') == '1'
 local highest, trusted = 0, 1
 for i = 1, n do

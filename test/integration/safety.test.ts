@@ -2,6 +2,9 @@
  * Safety beyond plain Redlock, on real servers: the restart quarantine (and the hazard it
  * prevents), replica refusal, and fencing tokens that keep increasing across restarts.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fencedWrite, LockAcquireError, Redlock, type Lock } from '../../src/index.js';
@@ -94,6 +97,44 @@ describe('restart quarantine', () => {
     expect(results.slice(0, 3).every((result) => result.quarantineLeftMs! > 0)).toBe(true);
     const lock = await redlock.acquire(fresh('flushed'), 1_000);
     await lock.release();
+  });
+
+  it('a restart from disk starts a new epoch: the member counts again only after maxLockTtl (the delayed restart)', async () => {
+    // AOF with fsync always: the keys survive the crash. The next restart could just as well have
+    // lost its last writes (a laxer fsync policy, a disk cache), so any new server process starts
+    // a new epoch, recognised by its run id, whatever its data looks like.
+    const directory = await mkdtemp(join(tmpdir(), 'quorumlock-aof-'));
+    const set = await processBackend.start(3, { args: (port) => ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', directory, '--appendfilename', `aof-${port}.aof`, '--appenddirname', `aof-${port}`] });
+    const clients = set.masters.map(client);
+    try {
+      await trust(clients);
+      const redlock = new Redlock(clients, { retryCount: 0, maxLockTtl: 2_000 });
+      const held = fresh('persisted');
+      const lock = await redlock.acquire(held, 2_000, { fencing: true });
+      const before = await clients[0]!.hgetall('quorumlock:epoch');
+      expect(before.genesis).toBe('1');
+      for (const master of set.masters) await master.restart();
+      await Promise.all(clients.map((c) => c.ping()));
+      // The data came back from disk, lock key and epoch hash included...
+      expect(await clients[0]!.get(held)).not.toBeNull();
+      // ...and still the members do not count: their epoch is another process's.
+      const error = await errorOf(redlock.acquire(fresh('after-restart'), 1_000));
+      expect(error.outcome).toBe('quarantined');
+      expect(error.attempts[0]!.votes.every((vote) => vote.vote === 'quarantined' || vote.vote === 'pending')).toBe(true);
+      const after = await clients[0]!.hgetall('quorumlock:epoch');
+      expect(after.run_id).not.toBe(before.run_id);
+      expect(Number(after.since)).toBeGreaterThan(Number(before.since));
+      // Fence counters and genesis belonged to the old epoch: gone, so they are untrusted until synced.
+      expect(Object.keys(after).sort()).toEqual(['run_id', 'since']);
+      expect(lock.fence).toBeGreaterThan(0);
+      await sleep(2_050);
+      const later = await redlock.acquire(fresh('after-restart'), 1_000);
+      await later.release();
+    } finally {
+      for (const c of clients) c.disconnect();
+      await set.stop();
+      await rm(directory, { recursive: true, force: true });
+    }
   });
 
   it('a writable replica never counts toward quorum', async () => {
