@@ -7,11 +7,12 @@ import type { Redis } from 'ioredis';
 import { executeWithAutoPipelining } from 'ioredis/built/autoPipelining.js';
 import { registerScripts, type ScriptCommands } from './lua/scripts.js';
 import type { Logger } from './options.js';
-import { EPOCH_KEY, type Waiter } from './waiting/line.js';
+import { allClusterEpochKeys, clusterEpochKey, EPOCH_KEY, lineKeys, type Waiter } from './waiting/line.js';
 
 interface ClientShape {
-  options?: { host?: string; port?: number; path?: string; db?: number; name?: string; sentinels?: { host?: string; port?: number }[] | null };
+  options?: { keyPrefix?: string; host?: string; port?: number; path?: string; db?: number; name?: string; sentinels?: { host?: string; port?: number }[] | null };
   startupNodes?: (string | number | { host?: string; port?: number })[];
+  isCluster?: boolean;
 }
 
 const address = (node: { host?: string; port?: number }) => `${node.host ?? 'localhost'}:${node.port ?? 6379}`;
@@ -87,19 +88,49 @@ function watchRole(client: Redis, id: string, logger: Logger): { current: string
 
 export class Member {
   readonly id: string;
+  /**
+   * An ioredis Cluster: it routes each call to the node owning its first key's slot, and keeps
+   * one epoch per slot (clusterEpochKey), since a script may only touch keys of one slot.
+   */
+  readonly isCluster: boolean;
   readonly #client: Redis & ScriptCommands;
 
   readonly #role: { current: string | undefined };
-  /** The epoch (its `since`) last seen past a quarantine of `quarantineMs` on this member. */
-  #settled: { since: string; quarantineMs: number } = { since: '', quarantineMs: -1 };
+  /** Per epoch key: the epoch (its `since`) last seen past a quarantine of `quarantineMs`. */
+  readonly #settled = new Map<string, { since: string; quarantineMs: number }>();
   /** Any positive number marks a non-master as quarantined; it has no end while the role lasts. */
   readonly #roleQuarantine = Number.MAX_SAFE_INTEGER;
 
   constructor(client: Redis, logger: Logger) {
     this.id = memberId(client);
+    this.isCluster = (client as ClientShape).isCluster === true;
+    this.keyPrefix = (client as ClientShape).options?.keyPrefix ?? '';
     this.#client = registerScripts(client);
-    this.#canPipeline = typeof (client as { pipeline?: unknown }).pipeline === 'function';
-    this.#role = watchRole(client, this.id, logger);
+    // ioredis' auto-pipelining groups a cluster's calls by their first argument (for our scripts,
+    // the key count), not by slot: cluster calls go one by one, and ioredis routes each.
+    this.#canPipeline = !this.isCluster && typeof (client as { pipeline?: unknown }).pipeline === 'function';
+    // ioredis sends a cluster's writes to the slot's master itself; ROLE would ask a random node.
+    this.#role = this.isCluster ? { current: undefined } : watchRole(client, this.id, logger);
+  }
+
+  /** The client's keyPrefix: on a cluster, slots are those of the prefixed keys. */
+  readonly keyPrefix: string;
+
+  /** The epoch hash for a call on `firstKey`: one per member, or one per slot on a cluster. */
+  #epochKey(firstKey: string): string {
+    return this.isCluster ? clusterEpochKey(this.keyPrefix + firstKey) : EPOCH_KEY;
+  }
+
+  /**
+   * `keys` (from lineKeys(), plus the epoch key when `withEpoch`) as this member needs them: the
+   * same for a single server; on a cluster, named so that all land in the slot of the first.
+   */
+  #keysHere(keys: readonly string[], withEpoch: boolean): readonly string[] {
+    if (!this.isCluster) return keys;
+    const resources = keys.slice(0, (keys.length - (withEpoch ? 1 : 0)) / 3);
+    const here = lineKeys(resources, this.keyPrefix);
+    if (withEpoch) here.push(this.#epochKey(resources[0]!));
+    return here;
   }
 
   /** A call of ours was written to this member in the current tick. */
@@ -127,7 +158,10 @@ export class Member {
   /** @internal The keys were set (Locked), or why not (Refusal). `keys` from acquireKeys(), computed once per round. */
   async acquire(keys: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
     const { value, ttlMs, waiter, quarantineMs, fencing } = request;
-    const settled = quarantineMs === this.#settled.quarantineMs ? this.#settled.since : '';
+    keys = this.#keysHere(keys, true);
+    const epochKey = keys[keys.length - 1]!;
+    const known = this.#settled.get(epochKey);
+    const settled = known !== undefined && known.quarantineMs === quarantineMs ? known.since : '';
     const reply = await this.#call<number | unknown[]>('quorumlockAcquire', [keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0, settled]);
     // A replica that accepts writes (replica-read-only no) must never count: its key can vanish
     // in a resync, and a failover hands its data, not ours, to the new master.
@@ -136,7 +170,7 @@ export class Member {
     if (reply === 1) return { quarantinedForMs: replica };
     const [status, a, b, c, since] = reply as [number, number, number, number, string | undefined];
     // Past its quarantine: remember the epoch, so the script can skip reading the time next time.
-    if (status === 1 && since !== undefined) this.#settled = { since, quarantineMs };
+    if (status === 1 && since !== undefined) this.#settled.set(epochKey, { since, quarantineMs });
     if (status === 1 || status === 3) {
       const locked: Locked = { quarantinedForMs: Math.max(a!, replica) };
       if (fencing) locked.fence = { highest: b!, trusted: c === 1 };
@@ -147,13 +181,18 @@ export class Member {
 
   /** @internal Raises the fence counters of a lock we hold to `token`: {raised, highest before, trusted}. */
   async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync'): Promise<{ raised: boolean; highest: number; trusted: boolean }> {
-    const [raised, highest, trusted] = await this.#call<[number, number, number]>('quorumlockFence', [resources.length + 1, ...resources, EPOCH_KEY, value, token, mode]);
+    const [raised, highest, trusted] = await this.#call<[number, number, number]>('quorumlockFence', [resources.length + 1, ...resources, this.#epochKey(resources[0]!), value, token, mode]);
     return { raised: raised === 1, highest, trusted: trusted === 1 };
   }
 
-  /** @internal Declares this member brand new: ends its quarantine, absent fence counters read as 0. */
-  trust(quarantineMs: number): Promise<number> {
-    return this.#call('quorumlockTrust', [1, EPOCH_KEY, quarantineMs]);
+  /**
+   * @internal Declares this member brand new: ends its quarantine, absent fence counters read as
+   * 0. Resolves with the quarantine ms that were left. On a cluster, for every slot's epoch.
+   */
+  async trust(quarantineMs: number): Promise<number> {
+    if (!this.isCluster) return this.#call('quorumlockTrust', [1, EPOCH_KEY, quarantineMs]);
+    const left = await Promise.all(allClusterEpochKeys().map((key) => this.#call<number>('quorumlockTrust', [1, key, quarantineMs])));
+    return Math.max(...left);
   }
 
   /** The role this member reported at its last (re)connect: 'master', 'slave', ... */
@@ -168,12 +207,12 @@ export class Member {
 
   /** @internal How many of the keys held `value` and were deleted; the first waiter in line is told. `keys` from lineKeys(). */
   release(keys: readonly string[], value: string): Promise<number> {
-    return this.#call('quorumlockRelease', [keys.length, ...keys, value]);
+    return this.#call('quorumlockRelease', [keys.length, ...this.#keysHere(keys, false), value]);
   }
 
   /** @internal Gives up a place in line. `keys` from lineKeys(). */
   leave(keys: readonly string[], waiterId: string): Promise<number> {
-    return this.#call('quorumlockLeave', [keys.length, ...keys, waiterId]);
+    return this.#call('quorumlockLeave', [keys.length, ...this.#keysHere(keys, false), waiterId]);
   }
 
   /** @internal A new connection with the client's options, for SUBSCRIBE; its owner must close it. */

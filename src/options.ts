@@ -6,6 +6,7 @@
 import type { Redis } from 'ioredis';
 import { type Clock, driftMs, systemClock } from './clock/index.js';
 import { memberId } from './member.js';
+import { clusterPrefixWorks, slotOf } from './slots.js';
 
 /** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
 export interface Logger {
@@ -185,6 +186,11 @@ export function checkMembers(members: unknown): Redis[] {
       throw argumentError(TypeError, `members[${index}]`, `must be an ioredis client, got ${show(client)}`);
     }
     const id = memberId(client as Redis);
+    const cluster = client as { isCluster?: boolean; options?: { keyPrefix?: unknown } };
+    const prefix = cluster.options?.keyPrefix;
+    if (cluster.isCluster === true && typeof prefix === 'string' && !clusterPrefixWorks(prefix)) {
+      throw argumentError(RangeError, `members[${index}]`, `is a Redis Cluster with keyPrefix ${JSON.stringify(prefix)}: a cluster keyPrefix may contain "{" only as a complete hash tag ("{app}:"), or the lock's keys would land in different slots`);
+    }
     const first = seen.get(id);
     if (first !== undefined) {
       throw argumentError(RangeError, `members[${index}]`, `is the same server as members[${first}] (${id}): a duplicate member would vote twice`);
@@ -208,6 +214,27 @@ export function checkResources(resources: unknown): string[] {
     seen.add(name);
   });
   return [...list] as string[];
+}
+
+/**
+ * A script runs on one node of a Redis Cluster and may only touch keys of one slot: on a cluster
+ * member, every resource of one lock must hash to the same slot (a shared hash tag does that).
+ */
+export function checkSameSlot(resources: readonly string[], members: readonly { id: string; isCluster: boolean; keyPrefix: string }[]): void {
+  if (resources.length < 2) return;
+  for (const member of members) {
+    if (!member.isCluster) continue;
+    const slots = resources.map((name) => slotOf(member.keyPrefix + name));
+    const other = slots.findIndex((slot) => slot !== slots[0]);
+    if (other === -1) continue;
+    const [first, second] = [resources[0]!, resources[other]!];
+    throw argumentError(
+      RangeError,
+      'resources',
+      `must all hash to one slot, as member ${member.id} is a Redis Cluster: ${JSON.stringify(first)} is in slot ${slots[0]}, ${JSON.stringify(second)} in slot ${slots[other]}. ` +
+        `Give them a shared hash tag, e.g. ${JSON.stringify(`{job-7}:${first}`)} and ${JSON.stringify(`{job-7}:${second}`)}`,
+    );
+  }
 }
 
 /** The smallest integer ttl with ttl > nodeTimeout + driftMs(ttl). */

@@ -15,6 +15,7 @@ import {
   checkMembers,
   checkOptionsObject,
   checkResources,
+  checkSameSlot,
   checkSettings,
   checkTtl,
   type RedlockOptions,
@@ -83,7 +84,7 @@ export class Redlock implements LockContext {
    * `signal.reason` when aborted. Nothing it set is left behind on any member when it rejects.
    */
   async acquire(resources: string | readonly string[], ttl: number, options?: AcquireOptions): Promise<Lock> {
-    const names = checkResources(resources);
+    const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
     const policy = checkAcquireOptions(options, this.settings);
     return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy, this.#notifications));
@@ -95,7 +96,7 @@ export class Redlock implements LockContext {
    * "someone else has it".
    */
   async tryAcquire(resources: string | readonly string[], ttl: number, options: Pick<AcquireOptions, 'signal'> = {}): Promise<Lock | null> {
-    const names = checkResources(resources);
+    const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
     checkOptionsObject(options);
     const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
@@ -131,6 +132,12 @@ export class Redlock implements LockContext {
       stop();
       await lock.release();
     }
+  }
+
+  #resources(resources: string | readonly string[]): string[] {
+    const names = checkResources(resources);
+    checkSameSlot(names, this.members);
+    return names;
   }
 
   #handle(resources: readonly string[], won: Won): Lock {

@@ -9,21 +9,38 @@
  * from each client's wall clock: clocks that disagree make the order less fair, never unsafe.
  */
 import { randomBytes } from 'node:crypto';
+import { allSlotTags, companionKey, slotOf, tagOfSlot } from '../slots.js';
+
+/**
+ * Per member: when its data began (its epoch), whether it was declared brand new, fence counters.
+ * A Redis Cluster member keeps one per hash slot instead (clusterEpochKey), as a script may only
+ * touch keys of one slot.
+ */
+export const EPOCH_KEY = 'quorumlock:epoch';
+
+const slotEpochKey = (tag: string) => `${EPOCH_KEY}:{${tag}}`;
+
+/** The epoch hash of `key`'s slot on a Redis Cluster member (`key` with the keyPrefix). */
+export function clusterEpochKey(prefixedKey: string): string {
+  return slotEpochKey(tagOfSlot(slotOf(prefixedKey)));
+}
+
+/** The epoch hash of every slot of a Redis Cluster member, in slot order. */
+export function allClusterEpochKeys(): string[] {
+  return allSlotTags().map(slotEpochKey);
+}
 
 /**
  * The keys a script gets for `resources`: the lock keys, then their lines, then their leases.
- * A line key shares its lock key's hash slot ({resource} unless the name already has a hash
- * tag), so all three live on one node of a Redis Cluster.
+ * Line and lease keys share their lock key's hash slot (with the client's `keyPrefix` in front),
+ * so all live on one node of a Cluster.
  */
-/** Per member: when its data began (its epoch), whether it was declared brand new, fence counters. */
-export const EPOCH_KEY = 'quorumlock:epoch';
-
-export function lineKeys(resources: readonly string[]): string[] {
-  const tagged = resources.map((resource) => (/\{[^}]+\}/.test(resource) ? resource : `{${resource}}`));
-  return [...resources, ...tagged.map((key) => `${key}:quorumlock:line`), ...tagged.map((key) => `${key}:quorumlock:leases`)];
+export function lineKeys(resources: readonly string[], keyPrefix = ''): string[] {
+  const companions = (suffix: string) => resources.map((key) => companionKey(key, suffix, keyPrefix));
+  return [...resources, ...companions('quorumlock:line'), ...companions('quorumlock:leases')];
 }
 
-/** The keys of the acquire script: lineKeys() and the member's epoch hash. */
+/** The keys of the acquire script: lineKeys() and the member's epoch hash (see Member for clusters). */
 export function acquireKeys(resources: readonly string[]): string[] {
   return [...lineKeys(resources), EPOCH_KEY];
 }
