@@ -30,6 +30,7 @@ function epochText(probe: MemberProbe): string {
   if (!epoch) return '-';
   const genesis = epoch.genesis ? ', genesis' : '';
   if (epoch.state === 'none') return `no epoch yet (its first lock starts a quarantine)${genesis}`;
+  if (epoch.state === 'stale') return `epoch of an earlier server process (restart or failover): its next lock starts a quarantine${genesis}`;
   if (epoch.state === 'quarantined') return `quarantined, ${formatMs(epoch.leftMs ?? 0)} left (age ${formatMs(epoch.ageMs ?? 0)})${genesis}`;
   return `trusted (age ${formatMs(epoch.ageMs ?? 0)})${genesis}`;
 }

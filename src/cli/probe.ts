@@ -7,8 +7,13 @@ import type { Redis } from 'ioredis';
 export const EPOCH_KEY = 'quorumlock:epoch';
 
 export interface EpochState {
-  /** 'trusted': its epoch is older than maxLockTtl (or was declared trusted); 'quarantined': younger; 'none': no epoch yet (never locked on, never trusted: its first acquire starts a quarantine). */
-  state: 'trusted' | 'quarantined' | 'none';
+  /**
+   * 'trusted': its epoch is older than maxLockTtl (or was declared trusted); 'quarantined':
+   * younger; 'none': no epoch yet (never locked on, never trusted); 'stale': the epoch was written
+   * by an earlier server process (a restart from disk, or a failover). After 'none' or 'stale'
+   * the next acquire starts a quarantine.
+   */
+  state: 'trusted' | 'quarantined' | 'none' | 'stale';
   /** Age of the member's data by its own clock (TIME − since), ms. */
   ageMs?: number;
   /** Quarantine left, ms (state 'quarantined'). */
@@ -55,21 +60,24 @@ export async function probe(client: Redis, member: string, options: { maxLockTtl
     const [role, time, epoch, info, lock] = await Promise.all([
       client.role(),
       client.time(),
-      client.hmget(EPOCH_KEY, 'since', 'genesis'),
-      options.info ? client.info('server') : Promise.resolve(undefined),
+      client.hmget(EPOCH_KEY, 'since', 'genesis', 'run_id'),
+      client.info('server'),
       options.resource === undefined ? Promise.resolve(undefined) : Promise.all([client.get(options.resource), client.pttl(options.resource)]),
     ]);
     result.role = String((role as unknown[])[0]);
     const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-    const [since, genesis] = epoch;
+    const [since, genesis, owner] = epoch;
+    const runId = /^run_id:(\w+)/m.exec(info)?.[1];
     if (since === null || since === undefined) {
       result.epoch = { state: 'none', genesis: genesis === '1' };
+    } else if (owner !== runId) {
+      result.epoch = { state: 'stale', genesis: genesis === '1' };
     } else {
       const ageMs = now - Number(since);
       const leftMs = Math.max(0, options.maxLockTtl - ageMs);
       result.epoch = leftMs > 0 ? { state: 'quarantined', ageMs, leftMs, genesis: genesis === '1' } : { state: 'trusted', ageMs, genesis: genesis === '1' };
     }
-    if (info !== undefined) result.version = /^redis_version:(.+)$/m.exec(info)?.[1]?.trim();
+    if (options.info) result.version = /^redis_version:(.+)$/m.exec(info)?.[1]?.trim();
     if (lock !== undefined) {
       const [value, pttl] = lock;
       result.lock = value === null ? { held: false } : { held: true, pttlMs: pttl, owner: fingerprint(value) };

@@ -325,6 +325,13 @@ describe('trust and the restart quarantine', () => {
     expect(quarantined.stdout).toMatch(/quarantined, .* left/);
     expect(quarantined.stdout).toMatch(/note: only 0 of them are past the restart quarantine/);
 
+    // A restart from disk or a failover leaves the epoch hash in place but written by another
+    // server process: shown as stale, as the next acquire will quarantine the member again.
+    await t.clients[0]!.hset('quorumlock:epoch', 'run_id', '0000000000000000000000000000000000000000');
+    const stale = await cli(['members', '--members', members, '--json']).done;
+    expect((JSON.parse(stale.stdout) as { members: { epoch: { state: string } }[] }).members.map((m) => m.epoch.state)).toEqual(['stale', 'quarantined', 'quarantined']);
+    expect((await cli(['members', '--members', members]).done).stdout).toMatch(/epoch of an earlier server process/);
+
     const trusted = await cli(['trust', '--members', members]).done;
     expect(trusted.code).toBe(0);
     expect(trusted.stdout.match(/\btrusted\b/g)).toHaveLength(3);
