@@ -21,7 +21,8 @@ export const INSTALL_HINT =
   '  Docker:         docker compose up -d   (then point the tests at the compose masters)\n' +
   'or set QUORUMLOCK_REDIS_SERVER to the path of a redis-server binary.';
 
-const live = new Set<ChildProcess>();
+/** Children SIGKILLed when this process exits; topologies.ts adds its sentinels here too. */
+export const live = new Set<ChildProcess>();
 const killAll = () => {
   for (const child of live) child.kill('SIGKILL');
 };
