@@ -2,7 +2,7 @@
  * One member of the quorum: the user's ioredis client with our scripts on it. The client stays
  * the user's: quorumlock never connects, quits or subscribes with it.
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 // ioredis' own batching: commands queued in the same tick go out as one pipeline, in order.
 import { executeWithAutoPipelining } from 'ioredis/built/autoPipelining.js';
 import { registerScripts, type ScriptCommands } from './lua/scripts.js';
@@ -21,7 +21,7 @@ const address = (node: { host?: string; port?: number }) => `${node.host ?? 'loc
  * How votes, logs and duplicate checks name a member: host:port/db, socket/db,
  * sentinel:name@sentinels/db for a Sentinel-managed group, cluster:nodes for a Cluster.
  */
-export function memberId(client: Redis): string {
+export function memberId(client: MemberClient): string {
   const shape = client as unknown as ClientShape;
   if (Array.isArray(shape.startupNodes)) {
     const nodes = shape.startupNodes.map((node) => (typeof node === 'object' ? address(node) : String(node)));
@@ -86,6 +86,12 @@ function watchRole(client: Redis, id: string, logger: Logger): { current: string
   return role;
 }
 
+/**
+ * What a member can be: an ioredis client (a single master, or a Sentinel-managed group), or an
+ * ioredis Cluster. Both offer what quorumlock uses (defineCommand, duplicate, events).
+ */
+export type MemberClient = Redis | Cluster;
+
 export class Member {
   readonly id: string;
   /**
@@ -101,7 +107,10 @@ export class Member {
   /** Any positive number marks a non-master as quarantined; it has no end while the role lasts. */
   readonly #roleQuarantine = Number.MAX_SAFE_INTEGER;
 
-  constructor(client: Redis, logger: Logger) {
+  constructor(member: MemberClient, logger: Logger) {
+    // Typed as a Redis from here on: a Cluster has every method used below (the role watch,
+    // the only Redis-only part, is skipped for clusters).
+    const client = member as Redis;
     this.id = memberId(client);
     this.isCluster = (client as ClientShape).isCluster === true;
     this.keyPrefix = (client as ClientShape).options?.keyPrefix ?? '';

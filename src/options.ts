@@ -3,9 +3,8 @@
  * bad input fails here with a TypeError or RangeError naming the parameter and its range, so
  * nothing is ever sent, let alone half-locked.
  */
-import type { Redis } from 'ioredis';
 import { type Clock, driftMs, systemClock } from './clock/index.js';
-import { memberId } from './member.js';
+import { memberId, type MemberClient } from './member.js';
 import { clusterPrefixWorks, slotOf } from './slots.js';
 
 /** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
@@ -177,15 +176,15 @@ function checkMaxLockTtl(value: unknown): number {
   return checkNumber('maxLockTtl', value, { min: 1, integer: true });
 }
 
-export function checkMembers(members: unknown): Redis[] {
+export function checkMembers(members: unknown): MemberClient[] {
   if (!Array.isArray(members)) throw argumentError(TypeError, 'members', `must be a non-empty array of ioredis clients, got ${show(members)}`);
   if (members.length === 0) throw argumentError(RangeError, 'members', 'must be a non-empty array of ioredis clients, got an empty array');
   const seen = new Map<string, number>();
   members.forEach((client: unknown, index) => {
-    if (typeof client !== 'object' || client === null || typeof (client as Redis).defineCommand !== 'function') {
+    if (typeof client !== 'object' || client === null || typeof (client as MemberClient).defineCommand !== 'function') {
       throw argumentError(TypeError, `members[${index}]`, `must be an ioredis client, got ${show(client)}`);
     }
-    const id = memberId(client as Redis);
+    const id = memberId(client as MemberClient);
     const cluster = client as { isCluster?: boolean; options?: { keyPrefix?: unknown } };
     const prefix = cluster.options?.keyPrefix;
     if (cluster.isCluster === true && typeof prefix === 'string' && !clusterPrefixWorks(prefix)) {
@@ -197,7 +196,7 @@ export function checkMembers(members: unknown): Redis[] {
     }
     seen.set(id, index);
   });
-  return members as Redis[];
+  return members as MemberClient[];
 }
 
 export function checkResources(resources: unknown): string[] {

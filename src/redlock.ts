@@ -2,11 +2,10 @@
  * Redlock: the members and the settings, and the entry points. The algorithm lives in
  * src/quorum (one round, one attempt, rollback) and src/attempts.ts (the retry loop).
  */
-import type { Redis } from 'ioredis';
 import { acquireWithRetries, type Won } from './attempts.js';
 import { LockAcquireError } from './errors.js';
 import { Lock, type LockContext } from './lock.js';
-import { Member } from './member.js';
+import { Member, type MemberClient } from './member.js';
 import {
   type AcquireOptions,
   checkAcquireOptions,
@@ -32,10 +31,11 @@ export class Redlock implements LockContext {
   readonly #notifications: Notifications;
 
   /**
-   * @param clients independent Redis masters (ioredis clients you own: Redlock never quits them).
+   * @param clients one per independent member: ioredis clients to single masters or to
+   * Sentinel-managed groups, or ioredis Clusters (clients you own: Redlock never quits them).
    * Use an odd number, 3 or 5: an even count adds a member without adding fault tolerance.
    */
-  constructor(clients: readonly Redis[], options: RedlockOptions = {}) {
+  constructor(clients: readonly MemberClient[], options: RedlockOptions = {}) {
     this.settings = Object.freeze(checkSettings(options));
     this.members = Object.freeze(checkMembers(clients).map((client) => new Member(client, this.settings.logger)));
     this.#notifications = new Notifications(this.members, this.settings.logger);
