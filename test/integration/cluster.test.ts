@@ -1,0 +1,195 @@
+/**
+ * Redis Cluster members, on real local clusters: the design's "three clusters, quorum two". Each
+ * member is an ioredis Cluster of 3 masters; each of its calls runs on the node owning the slot.
+ */
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redlock } from '../../src/index.js';
+import { companionKey, slotOf } from '../../src/slots.js';
+import { clusterEpochKey } from '../../src/waiting/line.js';
+import { startCluster, type TestCluster } from '../harness/topologies.js';
+import { errorOf, fresh, sleep } from './util.js';
+
+let clusters: TestCluster[];
+let members: Cluster[];
+const opened: (Cluster | Redis)[] = [];
+
+function connect(cluster: TestCluster, options: { keyPrefix?: string; lazyConnect?: boolean } = {}): Cluster {
+  const client = new Cluster(cluster.startupNodes, { ...options, clusterRetryStrategy: () => 100, redisOptions: { maxRetriesPerRequest: 1 } });
+  client.on('error', () => {}); // killed nodes refuse reconnects: expected here
+  opened.push(client);
+  return client;
+}
+
+/** A plain connection to the node of `cluster` that owns `key`'s slot. */
+async function nodeOf(cluster: Cluster, key: string): Promise<Redis> {
+  const slot = slotOf(key);
+  const shards = (await cluster.cluster('SLOTS')) as unknown as [number, number, [string, number]][];
+  const [, , [host, port]] = shards.find(([from, to]) => from <= slot && slot <= to)!;
+  const node = new Redis({ host, port });
+  opened.push(node);
+  return node;
+}
+
+beforeAll(async () => {
+  clusters = await Promise.all([startCluster(), startCluster(), startCluster()]);
+  members = clusters.map((cluster) => connect(cluster));
+  const results = await new Redlock(members, { maxLockTtl: 60_000 }).trustMembers();
+  expect(results.every((result) => result.trusted)).toBe(true);
+}, 60_000);
+
+afterAll(async () => {
+  for (const client of opened) client.disconnect();
+  await Promise.all((clusters ?? []).map((cluster) => cluster.stop()));
+});
+
+describe('three clusters as members, quorum two', () => {
+  it('trustMembers() writes an epoch for every one of the 16384 slots of each cluster', async () => {
+    for (const cluster of clusters) {
+      let epochs = 0;
+      for (const node of cluster.nodes) {
+        const redis = new Redis({ host: node.host, port: node.port });
+        opened.push(redis);
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', 'quorumlock:epoch:*', 'COUNT', 1000);
+          epochs += keys.length;
+          cursor = next;
+        } while (cursor !== '0');
+      }
+      expect(epochs).toBe(16384);
+    }
+  });
+
+  it('locks, extends and releases; the key lives on the node owning its slot, beside its epoch', async () => {
+    const redlock = new Redlock(members, { retryCount: 0 });
+    const resource = fresh('orders');
+    const lock = await redlock.acquire(resource, 2_000);
+    expect(lock.votes.map((vote) => vote.vote).filter((vote) => vote === 'locked').length).toBeGreaterThanOrEqual(2);
+    for (const cluster of members) {
+      const node = await nodeOf(cluster, resource);
+      expect(await node.get(resource)).toBe(lock.value);
+      expect(await node.hget(clusterEpochKey(resource), 'since')).not.toBeNull();
+    }
+    await lock.extend(5_000);
+    const pttl = await Promise.all(members.map((cluster) => cluster.pttl(resource)));
+    for (const ms of pttl) expect(ms).toBeGreaterThan(2_000);
+    await lock.release();
+    expect(await Promise.all(members.map((cluster) => cluster.exists(resource)))).toEqual([0, 0, 0]);
+  });
+
+  it('computes slots as the server does (CLUSTER KEYSLOT), and locks awkward names without CROSSSLOT', async () => {
+    const names = ['a{b', 'a}b', '{}', 'x{}{y}', '{a}{b}', 'a{b}c', 'ключ', '🔒', '{{a}}'];
+    const node = await nodeOf(members[0]!, 'anything');
+    for (const name of names) {
+      expect(slotOf(name), name).toBe(await node.cluster('KEYSLOT', name));
+      expect(await node.cluster('KEYSLOT', companionKey(name, 'quorumlock:line')), name).toBe(slotOf(name));
+    }
+    const redlock = new Redlock(members, { retryCount: 0 });
+    for (const name of names) {
+      const lock = await redlock.acquire(name, 2_000);
+      expect(lock.votes.every((vote) => vote.vote === 'locked' || vote.vote === 'pending'), name).toBe(true);
+      await lock.release();
+    }
+  });
+
+  it('multi-resource locks: a shared hash tag locks all or nothing; different slots are refused before any I/O', async () => {
+    const redlock = new Redlock(members, { retryCount: 0 });
+    const tag = fresh('batch');
+    const lock = await redlock.acquire([`{${tag}}:a`, `{${tag}}:b`, `{${tag}}:c`], 2_000);
+    expect(await members[1]!.mget(`{${tag}}:a`, `{${tag}}:b`, `{${tag}}:c`)).toEqual([lock.value, lock.value, lock.value]);
+    await lock.release();
+
+    // Clients that never connected: the refusal must come before anything is sent.
+    const idle = clusters.map((cluster) => connect(cluster, { lazyConnect: true }));
+    const refusing = new Redlock(idle, { retryCount: 0 });
+    const error = await refusing.acquire(['foo', 'bar'], 2_000).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RangeError);
+    expect(error).toMatchObject({ parameter: 'resources', message: expect.stringMatching(/"foo" is in slot 12182, "bar" in slot 5061.*shared hash tag/) });
+    await expect(refusing.tryAcquire(['foo', 'bar'], 2_000)).rejects.toBeInstanceOf(RangeError);
+    await expect(refusing.using(['foo', 'bar'], 2_000, async () => 1)).rejects.toBeInstanceOf(RangeError);
+    expect(idle.map((client) => client.status)).toEqual(['wait', 'wait', 'wait']);
+  });
+
+  it('works under a keyPrefix: the prefixed keys and their lines share a slot', async () => {
+    const prefixed = clusters.map((cluster) => connect(cluster, { keyPrefix: 'app:' }));
+    const redlock = new Redlock(prefixed, { retryCount: 0 });
+    await redlock.trustMembers(); // the prefixed epochs are other keys
+    const resource = fresh('prefixed');
+    const lock = await redlock.acquire(resource, 2_000);
+    expect(await members[2]!.get(`app:${resource}`)).toBe(lock.value);
+    await lock.release();
+    expect(await members[2]!.exists(`app:${resource}`)).toBe(0);
+  });
+
+  it('fencing tokens increase across clients', async () => {
+    const resource = fresh('fenced');
+    const tokens: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const redlock = new Redlock(clusters.map((cluster) => connect(cluster)), { retryCount: 0 });
+      const lock = await redlock.acquire(resource, 2_000, { fencing: true });
+      tokens.push(lock.fence!);
+      await lock.release();
+    }
+    expect(tokens[0]).toBeGreaterThan(0);
+    expect(tokens[1]).toBeGreaterThan(tokens[0]!);
+    expect(tokens[2]).toBeGreaterThan(tokens[1]!);
+  });
+
+  it('wakes a waiter by the release (cluster pub/sub), not by its retry timer', async () => {
+    const resource = fresh('handoff');
+    const holder = await new Redlock(members).acquire(resource, 10_000);
+    const waiterRedlock = new Redlock(clusters.map((cluster) => connect(cluster)), { retryDelay: 5_000, retryJitter: 0 });
+    const started = performance.now();
+    const waiting = waiterRedlock.acquire(resource, 2_000, { waitTimeout: 20_000 });
+    await sleep(300); // the waiter is refused once and joins the line
+    await holder.release();
+    const lock = await waiting;
+    // By timer it could not have come back before retryDelay (5 s).
+    expect(performance.now() - started).toBeLessThan(4_000);
+    await lock.release();
+    await waiterRedlock.quit();
+  });
+});
+
+describe('faults inside one cluster', () => {
+  it('a dead node costs its cluster the vote for that node\'s slots only; a restarted node is quarantined, its neighbours are not', async () => {
+    const redlock = new Redlock(members, { retryCount: 0, nodeTimeout: 200, maxLockTtl: 60_000 });
+    // Two resources on different nodes of cluster 0.
+    const shards = (await members[0]!.cluster('SLOTS')) as unknown as [number, number, [string, number]][];
+    const [victimFrom, victimTo, [, victimPort]] = shards[0]!;
+    let onVictim = '';
+    let elsewhere = '';
+    for (let i = 0; !onVictim || !elsewhere; i++) {
+      const name = `fault:${i}`;
+      const slot = slotOf(name);
+      if (slot >= victimFrom && slot <= victimTo) onVictim ||= name;
+      else elsewhere ||= name;
+    }
+    const victim = clusters[0]!.nodes.find((node) => node.port === victimPort)!;
+
+    await victim.kill();
+    const withoutNode = await redlock.acquire(onVictim, 2_000);
+    expect(withoutNode.votes[0]!.vote).not.toBe('locked');
+    expect(withoutNode.votes.slice(1).map((vote) => vote.vote)).toEqual(['locked', 'locked']);
+    await withoutNode.release();
+
+    await victim.restart(); // empty, rejoins with its slots
+    await clusters[0]!.waitForOk();
+    // Cluster 0 alone, so its vote is always heard (a round settles without waiting for it).
+    const alone = new Redlock([members[0]!], { retryCount: 0, nodeTimeout: 200, maxLockTtl: 60_000 });
+    let refused = await errorOf(alone.acquire(onVictim, 2_000));
+    // ioredis may still hold the dead connection for a moment: retry until the node answers.
+    for (let i = 0; i < 50 && refused.outcome !== 'quarantined'; i++) {
+      await sleep(100);
+      refused = await errorOf(alone.acquire(onVictim, 2_000));
+    }
+    expect(refused.outcome).toBe('quarantined');
+    expect(refused.attempts[0]!.votes[0]!.quarantinedForMs).toBeGreaterThan(50_000);
+    expect(await members[0]!.exists(onVictim)).toBe(0); // rolled back
+
+    const neighbour = await alone.acquire(elsewhere, 2_000);
+    expect(neighbour.votes.map((vote) => vote.vote)).toEqual(['locked']);
+    await neighbour.release();
+  }, 60_000);
+});
