@@ -99,6 +99,8 @@ export class Member {
    * one epoch per slot (clusterEpochKey), since a script may only touch keys of one slot.
    */
   readonly isCluster: boolean;
+  /** The client's keyPrefix: on a cluster, slots are those of the prefixed keys. */
+  readonly keyPrefix: string;
   readonly #client: Redis & ScriptCommands;
 
   readonly #role: { current: string | undefined };
@@ -121,9 +123,6 @@ export class Member {
     // ioredis sends a cluster's writes to the slot's master itself; ROLE would ask a random node.
     this.#role = this.isCluster ? { current: undefined } : watchRole(client, this.id, logger);
   }
-
-  /** The client's keyPrefix: on a cluster, slots are those of the prefixed keys. */
-  readonly keyPrefix: string;
 
   /** The epoch hash for a call on `firstKey`: one per member, or one per slot on a cluster. */
   #epochKey(firstKey: string): string {
