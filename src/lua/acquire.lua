@@ -23,6 +23,7 @@ local epoch = KEYS[#KEYS]
 local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 -- #include _epoch.lua
+-- #include _fence.lua
 
 local heldFor, ahead = -1, false
 for i = 1, n do
@@ -67,29 +68,14 @@ if heldFor == -1 and not ahead then
   if quarantine > 0 then
     left = math.max(0, tonumber(since) + quarantine - now())
   end
-  if not fencing then
-    local status = 1
-    if left > 0 then
-      status = 3
-    end
-    return {status, left, 0, 0, since}
-  end
-  -- Fence readings: a counter is trusted when present (it was written in this epoch), or when
-  -- the member was declared brand new (genesis): absent then means never used.
-  local genesis = redis.call('HGET', epoch, 'genesis') == '1'
-  local highest, trusted = 0, 1
-  for i = 1, n do
-    local counter = tonumber(redis.call('HGET', epoch, 'fence:' .. KEYS[i]))
-    if counter then
-      highest = math.max(highest, counter)
-    elseif not genesis then
-      trusted = 0
-    end
-  end
   local status = 1
   if left > 0 then
     status = 3
   end
+  if not fencing then
+    return {status, left, 0, 0, since}
+  end
+  local highest, trusted = fenceReading(epoch, n)
   return {status, left, highest, trusted, since}
 end
 

@@ -13,6 +13,7 @@ if n < 1 then
   return redis.error_reply('quorumlock: expected the lock keys and the epoch key, got ' .. #KEYS)
 end
 -- #include _epoch.lua
+-- #include _fence.lua
 local epoch = KEYS[#KEYS]
 local proposed = tonumber(ARGV[2])
 for i = 1, n do
@@ -23,16 +24,7 @@ end
 -- Counters are read only in this process's epoch: a restart or failover since the acquire round
 -- starts a new one, and the counters it held are then unknown (untrusted) until synced again.
 currentEpoch(epoch)
-local genesis = redis.call('HGET', epoch, 'genesis') == '1'
-local highest, trusted = 0, 1
-for i = 1, n do
-  local counter = tonumber(redis.call('HGET', epoch, 'fence:' .. KEYS[i]))
-  if counter then
-    highest = math.max(highest, counter)
-  elseif not genesis then
-    trusted = 0
-  end
-end
+local highest, trusted = fenceReading(epoch, n)
 if highest >= proposed or (trusted == 0 and ARGV[3] ~= 'sync') then
   return {0, highest, trusted}
 end
