@@ -5,7 +5,7 @@
 import type { Cluster, Redis } from 'ioredis';
 // ioredis' own batching: commands queued in the same tick go out as one pipeline, in order.
 import { executeWithAutoPipelining } from 'ioredis/built/autoPipelining.js';
-import { registerScripts, type ScriptCommands } from './lua/scripts.js';
+import { keepOutOfClusterAutoPipelining, registerScripts, type ScriptCommands } from './lua/scripts.js';
 import type { Logger } from './options.js';
 import { allClusterEpochKeys, clusterEpochKey, EPOCH_KEY, lineKeys, type Waiter } from './waiting/line.js';
 
@@ -117,6 +117,7 @@ export class Member {
     this.isCluster = (client as ClientShape).isCluster === true;
     this.keyPrefix = (client as ClientShape).options?.keyPrefix ?? '';
     this.#client = registerScripts(client);
+    if (this.isCluster) keepOutOfClusterAutoPipelining(client);
     // ioredis' auto-pipelining groups a cluster's calls by their first argument (for our scripts,
     // the key count), not by slot: cluster calls go one by one, and ioredis routes each.
     this.#canPipeline = !this.isCluster && typeof (client as { pipeline?: unknown }).pipeline === 'function';

@@ -25,6 +25,18 @@ const scripts = {
   quorumlockTrust: trustLua,
 } as const;
 
+/**
+ * ioredis' own auto-pipelining (`enableAutoPipelining`) batches a Cluster's commands by the node
+ * of their first argument, which for a script is its key count, not a key: our calls could land
+ * in a batch for another node and fail ("All keys in the pipeline should belong to the same
+ * slots allocation group"). On a Cluster they are left out of it; ioredis routes each by its key.
+ */
+export function keepOutOfClusterAutoPipelining(client: Redis): void {
+  const options = client.options as { enableAutoPipelining?: boolean; autoPipeliningIgnoredCommands?: string[] };
+  if (!options.enableAutoPipelining) return;
+  options.autoPipeliningIgnoredCommands = [...new Set([...(options.autoPipeliningIgnoredCommands ?? []), ...Object.keys(scripts)])];
+}
+
 export function registerScripts(client: Redis): Redis & ScriptCommands {
   for (const [name, lua] of Object.entries(scripts)) {
     // The same client may serve several Redlock instances: define once.

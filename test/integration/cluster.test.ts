@@ -14,7 +14,7 @@ let clusters: TestCluster[];
 let members: Cluster[];
 const opened: (Cluster | Redis)[] = [];
 
-function connect(cluster: TestCluster, options: { keyPrefix?: string; lazyConnect?: boolean } = {}): Cluster {
+function connect(cluster: TestCluster, options: { keyPrefix?: string; lazyConnect?: boolean; enableAutoPipelining?: boolean } = {}): Cluster {
   const client = new Cluster(cluster.startupNodes, { ...options, clusterRetryStrategy: () => 100, redisOptions: { maxRetriesPerRequest: 1 } });
   client.on('error', () => {}); // killed nodes refuse reconnects: expected here
   opened.push(client);
@@ -120,6 +120,20 @@ describe('three clusters as members, quorum two', () => {
     expect(await members[2]!.get(`app:${resource}`)).toBe(lock.value);
     await lock.release();
     expect(await members[2]!.exists(`app:${resource}`)).toBe(0);
+  });
+
+  it("works on clients with ioredis' enableAutoPipelining, which would batch script calls by their key count", async () => {
+    const pipelining = clusters.map((cluster) => connect(cluster, { enableAutoPipelining: true }));
+    const redlock = new Redlock(pipelining, { retryCount: 0 });
+    // Many resources at once, spread over every node: ioredis batches what is sent in one tick.
+    const resources = Array.from({ length: 60 }, () => fresh('pipelined'));
+    expect(new Set(resources.map((name) => slotOf(name) >> 12)).size).toBeGreaterThan(2);
+    const locks = await Promise.all(resources.map((name) => redlock.acquire(name, 2_000)));
+    for (const lock of locks) expect(lock.votes.filter((vote) => vote.vote === 'locked').length).toBeGreaterThanOrEqual(2);
+    await Promise.all(locks.map((lock) => lock.release()));
+    // The user's own commands still go through ioredis' auto-pipelining: only ours are left out.
+    expect(pipelining[0]!.options.autoPipeliningIgnoredCommands).toEqual(expect.arrayContaining(['quorumlockAcquire', 'quorumlockRelease']));
+    expect(await Promise.all(resources.map((name) => pipelining[0]!.exists(name)))).toEqual(resources.map(() => 0));
   });
 
   it('fencing tokens increase across clients', async () => {
