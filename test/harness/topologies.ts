@@ -69,43 +69,95 @@ function waitForExit(child: ChildProcess): Promise<void> {
 
 export interface TestCluster {
   /**
-   * The cluster's master nodes. kill/pause/resume/restart keep the port; restart() keeps
-   * nodes.conf, so the node rejoins with its slots, but empty.
+   * The cluster's master nodes, as created (their roles as of startCluster(); a failover swaps
+   * them, these lists do not follow: ask masterOfSlot()/replicaOf()). kill/pause/resume/restart
+   * keep the port; restart() keeps nodes.conf, so the node rejoins with its slots, but empty (a
+   * master whose slots went to its replica meanwhile rejoins as that replica's replica).
    */
   nodes: Master[];
-  /** For `new Cluster(startupNodes)` of ioredis. */
+  /**
+   * The replicas, as created (empty without `replicasPerMaster`), in no particular order: redis-cli
+   * decides which node replicates which master; replicaOf() says.
+   */
+  replicas: Master[];
+  /** For `new Cluster(startupNodes)` of ioredis: every node, masters first. */
   startupNodes: { host: string; port: number }[];
   /**
-   * Waits (poll, 10 s max) until every running, unpaused node says cluster_state:ok and sees every
-   * other such node connected and not failing. The second part matters after restart(): the
-   * others keep a master with slots flagged `fail` until it has been back for a while.
+   * Waits (poll, 10 s max) until every running, unpaused node says cluster_state:ok, sees every
+   * other such node connected and not failing, and agrees with them on the master of every slot;
+   * and every such replica whose master is among them has its replication link up. The
+   * not-failing part matters after restart(): the others keep a master with slots flagged `fail`
+   * until it has been back for a while. It does not wait for a failover: a replica of a killed or paused master
+   * is not asked to be in sync.
    */
   waitForOk(): Promise<void>;
+  /** The node that serves `slot` as master now (CLUSTER SLOTS, asked of a running, unpaused node). */
+  masterOfSlot(slot: number): Promise<Master>;
+  /** A running, unpaused node that says (ROLE) it replicates the master on `masterPort`; rejects if none does. */
+  replicaOf(masterPort: number): Promise<Master>;
   stop(): Promise<void>;
+}
+
+/** ROLE: ['master', offset, replicas] or ['slave', masterHost, masterPort, linkState, offset]. */
+async function roleOf(port: number): Promise<{ role: 'master' } | { role: 'slave'; masterPort: number; link: string }> {
+  const reply = (await admin(port, 'ROLE')) as unknown[];
+  if (reply[0] === 'slave') return { role: 'slave', masterPort: Number(reply[2]), link: String(reply[3]) };
+  if (reply[0] === 'master') return { role: 'master' };
+  throw new Error(`${port}: unexpected ROLE ${JSON.stringify(reply)}`);
+}
+
+/** "from-to:masterPort" for every slot range of CLUSTER SLOTS, sorted: one node's view of who owns what. */
+async function slotMap(port: number): Promise<string> {
+  const shards = (await admin(port, 'CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+  return shards
+    .map(([from, to, [, master]]) => `${from}-${to}:${master}`)
+    .sort()
+    .join(' ');
 }
 
 /** Why the healthy nodes do not agree yet, or true when they do. */
 async function clusterHealth(healthy: Master[]): Promise<true | string> {
   const ports = new Set(healthy.map((node) => node.port));
+  let agreed: { port: number; view: string } | undefined;
   for (const node of healthy) {
     const info = String(await admin(node.port, 'CLUSTER', 'INFO'));
     if (!info.includes('cluster_state:ok')) return `${node.port}: ${/cluster_state:\w+/.exec(info)?.[0]}`;
     // CLUSTER NODES lines: <id> <ip:port@cport> <flags> <master> <ping> <pong> <epoch> <link> <slots...>
-    for (const line of String(await admin(node.port, 'CLUSTER', 'NODES')).trim().split('\n')) {
-      const [, address = '', flags = '', , , , , link] = line.split(' ');
-      const port = Number(/:(\d+)@/.exec(address)?.[1]);
+    const lines = String(await admin(node.port, 'CLUSTER', 'NODES'))
+      .trim()
+      .split('\n')
+      .map((line) => {
+        const [id = '', address = '', flags = '', master = '', , , , link = ''] = line.split(' ');
+        return { id, port: Number(/:(\d+)@/.exec(address)?.[1]), flags: flags.split(','), master, link };
+      });
+    const portOf = new Map(lines.map((line) => [line.id, line.port]));
+    const roles: string[] = [];
+    for (const { port, flags, master, link } of lines) {
       if (!ports.has(port)) continue; // a node the test killed or paused may well be failing
-      if (link !== 'connected' || flags.split(',').some((flag) => flag === 'fail' || flag === 'fail?')) {
-        return `${node.port} sees ${port} as ${flags} ${link}`;
+      if (link !== 'connected' || flags.some((flag) => flag === 'fail' || flag === 'fail?')) {
+        return `${node.port} sees ${port} as ${flags.join(',')} ${link}`;
       }
+      roles.push(flags.includes('slave') ? `${port}<${portOf.get(master) ?? master}` : `${port}`);
+    }
+    // Every node must see the same replicas of the same masters, and the same master for each
+    // slot: right after `--cluster create` a master may not know yet (by gossip) that a node
+    // replicates it, and ignores its CLUSTER FAILOVER handshake (the failover times out); after
+    // a failover the others learn of the new master a moment after it says so.
+    const view = `${roles.sort().join(' ')} | ${await slotMap(node.port)}`;
+    if (agreed === undefined) agreed = { port: node.port, view };
+    else if (view !== agreed.view) return `${node.port} and ${agreed.port} disagree: ${view} vs ${agreed.view}`;
+    // A replica of a healthy master: in sync (a killed master's replica waits for its failover).
+    const role = await roleOf(node.port);
+    if (role.role === 'slave' && ports.has(role.masterPort) && role.link !== 'connected') {
+      return `${node.port} replicates ${role.masterPort}: link ${role.link}`;
     }
   }
   return true;
 }
 
 /** Runs `redis-cli --cluster create` on the nodes; rejects with its output if it fails. */
-function createCluster(nodes: Master[]): Promise<void> {
-  const args = ['--cluster', 'create', ...nodes.map((node) => `${node.host}:${node.port}`), '--cluster-replicas', '0', '--cluster-yes'];
+function createCluster(nodes: Master[], replicasPerMaster: number): Promise<void> {
+  const args = ['--cluster', 'create', ...nodes.map((node) => `${node.host}:${node.port}`), '--cluster-replicas', String(replicasPerMaster), '--cluster-yes'];
   return new Promise((resolve, reject) => {
     const child = spawn(redisCliBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -127,22 +179,36 @@ function createCluster(nodes: Master[]): Promise<void> {
   });
 }
 
+export interface ClusterOptions {
+  /**
+   * Replicas per master (default 0): startCluster() then starts masters × (1 + replicasPerMaster)
+   * nodes and lets `redis-cli --cluster create --cluster-replicas` pick which become replicas.
+   * With cluster-node-timeout 2000, a killed master's replica takes over by itself within seconds;
+   * `CLUSTER FAILOVER` sent to a replica promotes it at once.
+   */
+  replicasPerMaster?: number;
+}
+
 /**
- * `masters` (default 3, at least 3: redis-cli refuses fewer) masters, no replicas, all 16384
- * slots assigned; cluster_state:ok when it resolves.
+ * `masters` (default 3, at least 3: redis-cli refuses fewer) masters, `replicasPerMaster` replicas
+ * of each (default none), all 16384 slots assigned; cluster_state:ok and every replica in sync
+ * when it resolves.
  *
  * cluster-require-full-coverage is off: with a node down, the other nodes keep serving their own
  * slots (only the dead node's slots fail), which is what a fault test wants to see.
  */
-export async function startCluster(masters = 3): Promise<TestCluster> {
+export async function startCluster(masters = 3, options: ClusterOptions = {}): Promise<TestCluster> {
   if (!Number.isInteger(masters) || masters < 3) throw new Error(`startCluster: a cluster needs at least 3 masters, got ${masters}`);
+  const { replicasPerMaster = 0 } = options;
+  if (!Number.isInteger(replicasPerMaster) || replicasPerMaster < 0) throw new Error(`startCluster: replicasPerMaster must be a whole number >= 0, got ${replicasPerMaster}`);
+  const total = masters * (1 + replicasPerMaster);
   // nodes.conf lives here, by absolute path: redis-server resolves a relative one against its
   // working directory (the repository, for us).
   const dir = await mkdtemp(join(tmpdir(), 'quorumlock-cluster-'));
   // The bus port must be set explicitly (the default, port + 10000, may be taken or out of range)
   // and kept across restart(), since the other nodes remember it. args(port) is synchronous and
   // runs at every (re)start, so free ports are taken up front; the spares cover start retries.
-  const spare = await freePorts(masters * 2);
+  const spare = await freePorts(total * 2);
   const busPorts = new Map<number, number>();
   const busPort = (port: number): number => {
     let bus = busPorts.get(port);
@@ -155,7 +221,7 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
   };
   let set: MasterSet | undefined;
   try {
-    set = await processBackend.start(masters, {
+    set = await processBackend.start(total, {
       args: (port) => [
         '--dir', dir,
         '--cluster-enabled', 'yes',
@@ -164,17 +230,53 @@ export async function startCluster(masters = 3): Promise<TestCluster> {
         // Small, so a killed node is flagged failed (and a restarted one cleared) within seconds.
         '--cluster-node-timeout', '2000',
         '--cluster-require-full-coverage', 'no',
+        // Replication: the full sync goes over the socket both ways (no RDB file, which a restart
+        // would load: restart() must come back empty) and starts at once (by default a master
+        // waits 5 s for more replicas). The file name is per node all the same, in case.
+        '--repl-diskless-sync', 'yes',
+        '--repl-diskless-sync-delay', '0',
+        '--repl-diskless-load', 'swapdb',
+        '--dbfilename', `dump-${port}.rdb`,
       ],
     });
-    const nodes = set.masters;
-    await createCluster(nodes);
-    const waitForOk = () => poll('cluster_state:ok on every node', 10_000, () => clusterHealth(nodes.filter((node) => node.running && !node.paused)));
+    const all = set.masters;
+    await createCluster(all, replicasPerMaster);
+    // redis-cli picked the replicas: each node says what it is.
+    const roles = await Promise.all(all.map((node) => roleOf(node.port)));
+    const nodes = all.filter((_, i) => roles[i]!.role === 'master');
+    const replicas = all.filter((_, i) => roles[i]!.role === 'slave');
+    if (nodes.length !== masters || replicas.length !== total - masters) {
+      throw new Error(`startCluster: expected ${masters} masters and ${total - masters} replicas, got ${nodes.length} and ${replicas.length}`);
+    }
+    const healthy = () => [...nodes, ...replicas].filter((node) => node.running && !node.paused);
+    const waitForOk = () => poll('cluster_state:ok on every node', 10_000, () => clusterHealth(healthy()));
     await waitForOk();
+    const byPort = new Map(all.map((node) => [node.port, node]));
     const started = set;
     return {
       nodes,
-      startupNodes: nodes.map(({ host, port }) => ({ host, port })),
+      replicas,
+      startupNodes: [...nodes, ...replicas].map(({ host, port }) => ({ host, port })),
       waitForOk,
+      async masterOfSlot(slot) {
+        if (!Number.isInteger(slot) || slot < 0 || slot > 16383) throw new Error(`masterOfSlot: no slot ${slot}`);
+        const asked = healthy()[0];
+        if (!asked) throw new Error('masterOfSlot: no node is running');
+        const shards = (await admin(asked.port, 'CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+        const shard = shards.find(([from, to]) => from <= slot && slot <= to);
+        if (!shard) throw new Error(`masterOfSlot: ${asked.port} knows no master of slot ${slot}`);
+        const node = byPort.get(shard[2][1]);
+        if (!node) throw new Error(`masterOfSlot: slot ${slot} is on ${shard[2][1]}, not a node of this cluster`);
+        return node;
+      },
+      async replicaOf(masterPort) {
+        for (const node of healthy()) {
+          if (node.port === masterPort) continue;
+          const role = await roleOf(node.port);
+          if (role.role === 'slave' && role.masterPort === masterPort) return node;
+        }
+        throw new Error(`replicaOf: no running node replicates ${masterPort}`);
+      },
       async stop() {
         await started.stop();
         await rm(dir, { recursive: true, force: true });
