@@ -2,8 +2,8 @@
 import { Redlock, quorumOf } from '../index.js';
 import { formatMs } from './duration.js';
 import { EXIT } from './errors.js';
-import { connect, type MemberUrl } from './members.js';
-import { healthy, probe, type MemberProbe } from './probe.js';
+import { connect, within, type MemberUrl } from './members.js';
+import { healthy, probe, type EpochState, type MemberProbe } from './probe.js';
 import { table } from './table.js';
 
 export interface InspectOptions {
@@ -14,11 +14,25 @@ export interface InspectOptions {
   out: (text: string) => void;
 }
 
+/** Resolves, for every caller, once `count` callers have arrived. */
+function barrier(count: number): () => Promise<void> {
+  let left = count;
+  let release: () => void = () => {};
+  const all = new Promise<void>((resolve) => (release = resolve));
+  return () => {
+    if (--left <= 0) release();
+    return all;
+  };
+}
+
 async function probeAll(options: InspectOptions, extra: { resource?: string; info?: boolean }): Promise<MemberProbe[]> {
   const connected = connect(options.members, { commandTimeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs });
+  const pinged = barrier(connected.clients.length);
   try {
     return await Promise.all(
-      connected.clients.map((client, index) => probe(client, options.members[index]!.name, { maxLockTtl: options.maxLockTtl, ...extra, lastError: () => connected.lastError[index] })),
+      connected.clients.map((client, index) =>
+        probe(client, options.members[index]!.name, { maxLockTtl: options.maxLockTtl, timeoutMs: options.timeoutMs, ...extra, pinged, lastError: () => connected.lastError[index] }),
+      ),
     );
   } finally {
     connected.close();
@@ -29,10 +43,21 @@ function epochText(probe: MemberProbe): string {
   const epoch = probe.epoch;
   if (!epoch) return '-';
   const genesis = epoch.genesis ? ', genesis' : '';
-  if (epoch.state === 'none') return `no epoch yet (its first lock starts a quarantine)${genesis}`;
-  if (epoch.state === 'stale') return `epoch of an earlier server process (restart or failover): its next lock starts a quarantine${genesis}`;
-  if (epoch.state === 'quarantined') return `quarantined, ${formatMs(epoch.leftMs ?? 0)} left (age ${formatMs(epoch.ageMs ?? 0)})${genesis}`;
-  return `trusted (age ${formatMs(epoch.ageMs ?? 0)})${genesis}`;
+  const counts = epoch.slots ? slotsText(epoch.slots) : '';
+  // A cluster: the resource's slot (status), or the worst of its slots (members).
+  const slot = epoch.slot !== undefined ? `slot ${epoch.slot}: ` : counts !== '' ? 'worst slot: ' : '';
+  if (epoch.state === 'none') return `${slot}no epoch yet (its first lock starts a quarantine)${genesis}${counts}`;
+  if (epoch.state === 'stale') return `${slot}epoch of an earlier server process (restart or failover): its next lock starts a quarantine${genesis}${counts}`;
+  if (epoch.state === 'quarantined') return `${slot}quarantined, ${formatMs(epoch.leftMs ?? 0)} left (age ${formatMs(epoch.ageMs ?? 0)})${genesis}${counts}`;
+  return `${slot}trusted (age ${formatMs(epoch.ageMs ?? 0)})${genesis}${counts}`;
+}
+
+/** A cluster's slot epochs by state, the worst first; nothing to add when all 16384 are trusted. */
+function slotsText(slots: NonNullable<EpochState['slots']>): string {
+  const parts = (['none', 'stale', 'quarantined', 'unreadable', 'trusted'] as const).filter((state) => slots[state] > 0).map((state) => `${slots[state]} ${state}`);
+  if (parts.length === 1 && slots.trusted > 0) return '';
+  const soonest = slots.shortestLeftMs !== undefined && slots.quarantined > 1 ? `, the first quarantine ends in ${formatMs(slots.shortestLeftMs)}` : '';
+  return `; slots: ${parts.join(', ')}${soonest}`;
 }
 
 const reach = (probe: MemberProbe) => (probe.reachable ? (probe.error ? `error: ${probe.error}` : 'yes') : `no: ${probe.error ?? 'unreachable'}`);
@@ -87,11 +112,32 @@ export async function members(options: InspectOptions): Promise<number> {
   return ok ? EXIT.ok : EXIT.unavailable;
 }
 
+/** trust on a cluster sends one script per slot, 16384 at once: the last are answered long after they were sent. */
+const CLUSTER_TRUST_TIMEOUT_MS = 10_000;
+
 export async function trust(options: InspectOptions): Promise<number> {
-  const connected = connect(options.members, { commandTimeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs });
-  const redlock = new Redlock(connected.clients, { maxLockTtl: options.maxLockTtl });
+  const timeouts = (member: MemberUrl) => ({
+    commandTimeoutMs: member.topology?.kind === 'cluster' ? Math.max(options.timeoutMs, CLUSTER_TRUST_TIMEOUT_MS) : options.timeoutMs,
+    connectTimeoutMs: options.timeoutMs,
+  });
+  const connected = connect(options.members, timeouts);
+  // One Redlock per member, so that each answers on its own: a Cluster that never connects
+  // would hold its calls in its offline queue for ever, and trustMembers() waits for every member.
+  const redlocks = connected.clients.map((client) => new Redlock([client], { maxLockTtl: options.maxLockTtl }));
   try {
-    const results = await redlock.trustMembers();
+    await connected.ready(2 * options.timeoutMs);
+    // Not connected: the connection error says more than "Command timed out".
+    const failed = (index: number, error: Error) => ({ trusted: false, quarantineLeftMs: undefined, error: (connected.clients[index]!.status !== 'ready' && connected.lastError[index]) || error });
+    const results = await Promise.all(
+      redlocks.map((redlock, index) => {
+        if (connected.clients[index]!.status !== 'ready') return failed(index, new Error(`not connected within ${2 * options.timeoutMs} ms`));
+        const deadlineMs = timeouts(options.members[index]!).commandTimeoutMs + options.timeoutMs;
+        return within(redlock.trustMembers(), deadlineMs, 'trust').then(
+          ([result]) => (result!.error ? failed(index, result!.error) : result!),
+          (error: Error) => failed(index, error),
+        );
+      }),
+    );
     const named = results.map((result, index) => ({
       member: options.members[index]!.name,
       trusted: result.trusted,
@@ -106,7 +152,7 @@ export async function trust(options: InspectOptions): Promise<number> {
     }
     return named.every((r) => r.trusted) ? EXIT.ok : EXIT.unavailable;
   } finally {
-    await redlock.quit();
+    await Promise.all(redlocks.map((redlock) => redlock.quit()));
     connected.close();
   }
 }

@@ -1,25 +1,39 @@
 /** Reads one member's state for `status` and `members`: never writes, never prints a lock value. */
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
+import type { MemberClient } from '../member.js';
+import { EPOCH_KEY } from '../waiting/line.js';
+import { probeCluster } from './probe-cluster.js';
 
-/** The epoch hash the acquire script keeps on every member (README, "Restart quarantine"). */
-export const EPOCH_KEY = 'quorumlock:epoch';
+/** The epoch hash the acquire script keeps on every member (README, "Restart quarantine"); one per slot on a cluster. */
+export { EPOCH_KEY };
+
+export type State = 'trusted' | 'quarantined' | 'none' | 'stale';
 
 export interface EpochState {
   /**
    * 'trusted': its epoch is older than maxLockTtl (or was declared trusted); 'quarantined':
    * younger; 'none': no epoch yet (never locked on, never trusted); 'stale': the epoch was written
    * by an earlier server process (a restart from disk, or a failover). After 'none' or 'stale'
-   * the next acquire starts a quarantine.
+   * the next acquire starts a quarantine. On a cluster member without a resource: the worst state
+   * of its slots (none, then stale, then quarantined), counts in `slots`.
    */
-  state: 'trusted' | 'quarantined' | 'none' | 'stale';
-  /** Age of the member's data by its own clock (TIME − since), ms. */
+  state: State;
+  /** Age of the member's data by its own clock (TIME − since), ms. Cluster: of the youngest slot epoch. */
   ageMs?: number;
-  /** Quarantine left, ms (state 'quarantined'). */
+  /** Quarantine left, ms (a quarantined epoch). Cluster: until the last quarantined slot is past it. */
   leftMs?: number;
-  /** Declared brand new with `quorumlock trust` / trustMembers(). */
+  /** Declared brand new with `quorumlock trust` / trustMembers(). Cluster: every slot read was. */
   genesis: boolean;
+  /** Cluster member, `status <resource>`: the resource's slot, whose epoch this is. */
+  slot?: number;
+  /**
+   * Cluster member, `members`: how many of the 16384 slot epochs are in each state; `unreadable`:
+   * slots whose node did not answer (or that no node serves); `shortestLeftMs`: the quarantined
+   * slot that is nearest its end.
+   */
+  slots?: Record<State | 'unreadable', number> & { shortestLeftMs?: number };
 }
 
 export interface MemberProbe {
@@ -28,6 +42,7 @@ export interface MemberProbe {
   error?: string;
   /** PING round trip, ms. */
   latencyMs?: number;
+  /** ROLE; for a cluster 'master' when CLUSTER INFO says cluster_state:ok, else e.g. 'cluster_state:fail'. */
   role?: string;
   epoch?: EpochState;
   version?: string;
@@ -35,14 +50,47 @@ export interface MemberProbe {
   lock?: { held: boolean; pttlMs?: number; owner?: string };
 }
 
+export interface ProbeOptions {
+  maxLockTtl: number;
+  resource?: string;
+  info?: boolean;
+  lastError?: () => Error | undefined;
+  /** The clients' per-command (and connect) timeout: bounds a cluster's waits, which its offline queue does not. */
+  timeoutMs?: number;
+  /**
+   * Called once the PING round trips are measured (or failed); the probe waits for what it
+   * returns before the heavier reads. probeAll() makes every member wait for all, so that no
+   * member's round trip is measured while another's 16384 slot epochs are being parsed.
+   */
+  pinged?: () => Promise<void>;
+}
+
 /** First 8 hex chars of sha256(value): enough to tell owners apart, useless to extend or release. */
 export function fingerprint(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, 8);
 }
 
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+export const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-export async function probe(client: Redis, member: string, options: { maxLockTtl: number; resource?: string; info?: boolean; lastError?: () => Error | undefined }): Promise<MemberProbe> {
+export const EPOCH_FIELDS = ['since', 'genesis', 'run_id'] as const;
+
+export const runIdOf = (info: string) => /^run_id:(\w+)/m.exec(info)?.[1];
+export const versionOf = (info: string) => /^redis_version:(.+)$/m.exec(info)?.[1]?.trim();
+/** TIME → ms. */
+export const msOf = (time: readonly (string | number)[]) => Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+
+/** One epoch hash (HMGET since genesis run_id), judged against the run id and clock of the server holding it. */
+export function epochOf(fields: readonly (string | null | undefined)[], runId: string | undefined, now: number, maxLockTtl: number): EpochState {
+  const [since, genesis, owner] = fields;
+  if (since === null || since === undefined) return { state: 'none', genesis: genesis === '1' };
+  if (owner !== runId) return { state: 'stale', genesis: genesis === '1' };
+  const ageMs = now - Number(since);
+  const leftMs = Math.max(0, maxLockTtl - ageMs);
+  return leftMs > 0 ? { state: 'quarantined', ageMs, leftMs, genesis: genesis === '1' } : { state: 'trusted', ageMs, genesis: genesis === '1' };
+}
+
+export async function probe(client: MemberClient, member: string, options: ProbeOptions): Promise<MemberProbe> {
+  if (client instanceof Cluster) return probeCluster(client, member, options);
   let started = performance.now();
   try {
     // The first PING waits for the connection; the second is the round trip.
@@ -50,42 +98,37 @@ export async function probe(client: Redis, member: string, options: { maxLockTtl
     started = performance.now();
     await client.ping();
   } catch (error) {
-    const last = options.lastError?.();
-    const why = message(error);
-    // The connection error (ECONNREFUSED, ENOTFOUND, auth) says more than "max retries reached".
-    return { member, reachable: false, error: last ? last.message : why };
+    void options.pinged?.();
+    return unreachable(member, error, options);
   }
   const result: MemberProbe = { member, reachable: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+  await options.pinged?.();
   try {
     const [role, time, epoch, info, lock] = await Promise.all([
       client.role(),
       client.time(),
-      client.hmget(EPOCH_KEY, 'since', 'genesis', 'run_id'),
+      client.hmget(EPOCH_KEY, ...EPOCH_FIELDS),
       client.info('server'),
       options.resource === undefined ? Promise.resolve(undefined) : Promise.all([client.get(options.resource), client.pttl(options.resource)]),
     ]);
     result.role = String((role as unknown[])[0]);
-    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-    const [since, genesis, owner] = epoch;
-    const runId = /^run_id:(\w+)/m.exec(info)?.[1];
-    if (since === null || since === undefined) {
-      result.epoch = { state: 'none', genesis: genesis === '1' };
-    } else if (owner !== runId) {
-      result.epoch = { state: 'stale', genesis: genesis === '1' };
-    } else {
-      const ageMs = now - Number(since);
-      const leftMs = Math.max(0, options.maxLockTtl - ageMs);
-      result.epoch = leftMs > 0 ? { state: 'quarantined', ageMs, leftMs, genesis: genesis === '1' } : { state: 'trusted', ageMs, genesis: genesis === '1' };
-    }
-    if (options.info) result.version = /^redis_version:(.+)$/m.exec(info)?.[1]?.trim();
-    if (lock !== undefined) {
-      const [value, pttl] = lock;
-      result.lock = value === null ? { held: false } : { held: true, pttlMs: pttl, owner: fingerprint(value) };
-    }
+    result.epoch = epochOf(epoch, runIdOf(info), msOf(time), options.maxLockTtl);
+    if (options.info) result.version = versionOf(info);
+    if (lock !== undefined) result.lock = lockOf(lock);
   } catch (error) {
     result.error = message(error);
   }
   return result;
+}
+
+export function unreachable(member: string, error: unknown, options: ProbeOptions): MemberProbe {
+  const last = options.lastError?.();
+  // The connection error (ECONNREFUSED, ENOTFOUND, auth) says more than "max retries reached".
+  return { member, reachable: false, error: last ? last.message : message(error) };
+}
+
+export function lockOf([value, pttl]: [string | null, number]): NonNullable<MemberProbe['lock']> {
+  return value === null ? { held: false } : { held: true, pttlMs: pttl, owner: fingerprint(value) };
 }
 
 /** A reachable master that answered everything: counts toward the quorum. */

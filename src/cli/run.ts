@@ -37,7 +37,8 @@ export async function run(options: RunOptions): Promise<number> {
 
   // Commands time out on their own too (Redlock already stops waiting after nodeTimeout), so
   // nothing queued for a dead member outlives the CLI by long.
-  const connected = connect(options.members, { commandTimeoutMs: Math.max(1000, options.nodeTimeout * 4), connectTimeoutMs: Math.max(1000, options.nodeTimeout * 4) });
+  const connectTimeoutMs = Math.max(1000, options.nodeTimeout * 4);
+  const connected = connect(options.members, { commandTimeoutMs: connectTimeoutMs, connectTimeoutMs });
   const redlock = new Redlock(connected.clients, { maxLockTtl: options.maxLockTtl, nodeTimeout: options.nodeTimeout });
 
   // Before the command runs, a signal abandons the wait; afterwards, it is forwarded to the command.
@@ -72,6 +73,8 @@ export async function run(options: RunOptions): Promise<number> {
 
   let lost: LockLostError | undefined;
   try {
+    // Connected first (or failed, or out of time): the first round's calls wait only --node-timeout.
+    await connected.ready(connectTimeoutMs);
     const code = await redlock.using(
       options.resource,
       options.ttl,

@@ -7,9 +7,18 @@ Usage:
   quorumlock trust
   quorumlock --help
 
-Every command takes --members (or the environment variable QUORUMLOCK_MEMBERS):
-  comma-separated URLs redis://[[user]:password@]host[:port][/db] or rediss://...
-  Use 3 or 5 independent masters; a lock needs a quorum of floor(N/2)+1.
+Every command takes --members (or the environment variable QUORUMLOCK_MEMBERS): comma-separated
+member URLs, each one independent member (3 or 5 of them; a lock needs a quorum of floor(N/2)+1):
+  redis://[[user]:password@]host[:port][/db]          a single master (rediss:// for TLS)
+  redis+sentinel://[[user]:password@]host[:port][+host[:port]...]/<master-name>[/db]
+                                                      a Sentinel-managed group: its sentinels
+                                                      (default port 26379), joined by +
+  redis+cluster://[[user]:password@]host[:port][+host[:port]...]
+                                                      a Redis Cluster: seed nodes (default port
+                                                      6379); no /db, a cluster has only db 0
+  rediss+sentinel:// and rediss+cluster:// use TLS to the data nodes. user and password are those
+  of the data nodes (sentinels are asked without auth). Percent-encode a , @ or / in a password.
+  e.g. redis+sentinel://:pw@s1:26379+s2:26379/mymaster,redis+cluster://c1:7000+c2:7000,redis://h3
 
 run: like flock(1), across the members. Locks <name>, runs the command with stdin/stdout/stderr
 inherited while extending the lock (every third of the ttl), releases it when the command exits.
@@ -29,11 +38,15 @@ status <resource>: per member: reachable, role, PING latency, held or free, rema
   owner's fingerprint (first 8 hex chars of sha256 of the lock value; never the value), and the
   restart quarantine (age of the member's epoch vs --max-lock-ttl, default 60s).
 members: health of the member set: role, epoch age and quarantine, latency, Redis version.
-  Exits 69 when fewer than a quorum are healthy (reachable masters).
+  Exits 69 when fewer than a quorum are healthy (reachable masters). A cluster counts as a master
+  when CLUSTER INFO says cluster_state:ok and every slot's node answers; its quarantine is that of
+  its worst slot epoch (none, stale, quarantined, trusted), with counts per state (status <resource>:
+  the resource's slot).
 trust: declares the members brand new and trusted (redlock.trustMembers()). Brand-new masters
   otherwise count only once --max-lock-ttl has passed since their first lock (restart quarantine).
   Run it ONCE for a new deployment. NEVER for members that restarted empty or were flushed while
-  locks may have been held: that is exactly the hazard the quarantine protects against.
+  locks may have been held: that is exactly the hazard the quarantine protects against. On a
+  cluster it writes the epoch of each of the 16384 slots (its commands get at least 10s).
   status, members and trust also take --timeout <duration> (per command, default 1s) and --json.
 
 Durations: 500ms, 30s, 1.5s, 2m, 1h, or plain milliseconds.

@@ -2,67 +2,13 @@
  * The quorumlock CLI as a user runs it: a child process (node --import tsx src/cli/main.ts)
  * against three real redis-server masters.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseDuration } from '../../src/cli/duration.js';
 import { UsageError } from '../../src/cli/errors.js';
 import { parseMembers, redact } from '../../src/cli/members.js';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-interface Cli {
-  child: ChildProcess;
-  stdout: string;
-  stderr: string;
-  /** Resolves once `text` appears on stdout. */
-  waitFor(text: string): Promise<void>;
-  done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }>;
-}
-
-const running = new Set<ChildProcess>();
-
-function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
-  const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, QUORUMLOCK_MEMBERS: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  running.add(child);
-  const result: Cli = {
-    child,
-    stdout: '',
-    stderr: '',
-    waitFor(text) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          if (result.stdout.includes(text)) {
-            child.stdout!.off('data', check);
-            resolve();
-          }
-        };
-        child.stdout!.on('data', check);
-        child.once('exit', () => reject(new Error(`exited before printing ${text}: ${result.stdout}\n${result.stderr}`)));
-        check();
-      });
-    },
-    done: new Promise((resolve) => {
-      child.once('close', (code, signal) => {
-        running.delete(child);
-        resolve({ code, signal, stdout: result.stdout, stderr: result.stderr, ms: performance.now() - started });
-      });
-    }),
-  };
-  child.stdout!.on('data', (chunk: Buffer) => (result.stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (result.stderr += chunk.toString()));
-  return result;
-}
-
-/** A node one-liner as the locked command. */
-const nodeCommand = (code: string) => ['--', process.execPath, '-e', code];
+import { cli, killRunning, nodeCommand } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -73,7 +19,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  for (const child of running) child.kill('SIGKILL');
+  killRunning();
   await t.resumeAll();
 });
 
@@ -111,7 +57,7 @@ describe('parsing', () => {
     } catch (error) {
       message = (error as Error).message;
     }
-    expect(message).toMatch(/--members: .*scheme must be redis:\/\/ or rediss:\/\//);
+    expect(message).toMatch(/--members: .*scheme must be redis:\/\/, rediss:\/\/, redis\+sentinel:\/\//);
     expect(message).not.toContain('hunter2');
     expect(redact('redis://u:hunter2@h:1')).toBe('redis://u:***@h:1');
   });

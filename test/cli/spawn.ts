@@ -1,0 +1,62 @@
+/** The quorumlock CLI as a user runs it: a child process (node --import tsx src/cli/main.ts). */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface Cli {
+  child: ChildProcess;
+  stdout: string;
+  stderr: string;
+  /** Resolves once `text` appears on stdout. */
+  waitFor(text: string): Promise<void>;
+  done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }>;
+}
+
+const running = new Set<ChildProcess>();
+
+/** Runs the CLI with `args`; QUORUMLOCK_MEMBERS is cleared unless `env` sets it. */
+export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
+  const started = performance.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, QUORUMLOCK_MEMBERS: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  const result: Cli = {
+    child,
+    stdout: '',
+    stderr: '',
+    waitFor(text) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (result.stdout.includes(text)) {
+            child.stdout!.off('data', check);
+            resolve();
+          }
+        };
+        child.stdout!.on('data', check);
+        child.once('exit', () => reject(new Error(`exited before printing ${text}: ${result.stdout}\n${result.stderr}`)));
+        check();
+      });
+    },
+    done: new Promise((resolve) => {
+      child.once('close', (code, signal) => {
+        running.delete(child);
+        resolve({ code, signal, stdout: result.stdout, stderr: result.stderr, ms: performance.now() - started });
+      });
+    }),
+  };
+  child.stdout!.on('data', (chunk: Buffer) => (result.stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (result.stderr += chunk.toString()));
+  return result;
+}
+
+/** SIGKILLs every CLI process a test left running. */
+export function killRunning(): void {
+  for (const child of running) child.kill('SIGKILL');
+}
+
+/** A node one-liner as the locked command. */
+export const nodeCommand = (code: string) => ['--', process.execPath, '-e', code];
