@@ -21,8 +21,8 @@ export const INSTALL_HINT =
   '  Docker:         docker compose up -d   (then point the tests at the compose masters)\n' +
   'or set QUORUMLOCK_REDIS_SERVER to the path of a redis-server binary.';
 
-/** Children SIGKILLed when this process exits; topologies.ts adds its sentinels here too. */
-export const live = new Set<ChildProcess>();
+/** Children SIGKILLed when this process exits (spawnUntilReady adds them). */
+const live = new Set<ChildProcess>();
 const killAll = () => {
   for (const child of live) child.kill('SIGKILL');
 };
@@ -38,17 +38,22 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 
 function spawnServer(port: number, options: StartOptions): Promise<ChildProcess> {
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...(typeof options.args === 'function' ? options.args(port) : (options.args ?? []))];
+  return spawnUntilReady(args, 'Ready to accept connections', `redis-server on port ${port}`, { env: { ...process.env, ...options.env } });
+}
+
+/**
+ * Spawns redis-server with `args` and resolves once its output shows `readyLine`; from then on it
+ * is SIGKILLed with the others if this process exits. `what` names it in errors.
+ */
+export function spawnUntilReady(args: string[], readyLine: string, what: string, options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(redisServerBinary(), args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...options.env },
-    });
+    const child = spawn(redisServerBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
     let output = '';
     let ready = false;
     const onData = (chunk: Buffer) => {
       if (ready) return;
       output += chunk.toString();
-      if (output.includes('Ready to accept connections')) {
+      if (output.includes(readyLine)) {
         ready = true;
         live.add(child);
         resolve(child);
@@ -61,12 +66,12 @@ function spawnServer(port: number, options: StartOptions): Promise<ChildProcess>
     });
     child.once('exit', (code, signal) => {
       live.delete(child);
-      if (!ready) reject(new Error(`redis-server on port ${port} exited before it was ready (code ${code}, signal ${signal}):\n${output}`));
+      if (!ready) reject(new Error(`${what} exited before it was ready (code ${code}, signal ${signal}):\n${output}`));
     });
   });
 }
 
-function waitForExit(child: ChildProcess): Promise<void> {
+export function waitForExit(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }

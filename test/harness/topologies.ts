@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { onFreePort } from './common.js';
-import { freePort, INSTALL_HINT, live, processBackend, redisServerBinary } from './process.js';
+import { freePort, INSTALL_HINT, processBackend, spawnUntilReady, waitForExit } from './process.js';
 import type { Master, MasterSet } from './types.js';
 
 /** redis-cli, for `--cluster create`: QUORUMLOCK_REDIS_CLI, or redis-cli from PATH. */
@@ -57,11 +57,6 @@ async function freePorts(count: number): Promise<number[]> {
   const ports = new Set<number>();
   while (ports.size < count) ports.add(await freePort());
   return [...ports];
-}
-
-function waitForExit(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -348,27 +343,7 @@ async function spawnSentinel(dir: string, port: number, name: string, master: Ma
       '',
     ].join('\n'),
   );
-  return new Promise((resolve, reject) => {
-    const child = spawn(redisServerBinary(), [config, '--sentinel'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    let ready = false;
-    const onData = (chunk: Buffer) => {
-      if (ready) return;
-      output += chunk.toString();
-      if (output.includes('+monitor master')) {
-        ready = true;
-        live.add(child); // SIGKILLed with the servers if the test process exits
-        resolve(child);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'ENOENT' ? new Error(INSTALL_HINT) : error));
-    child.once('exit', (code, signal) => {
-      live.delete(child);
-      if (!ready) reject(new Error(`sentinel on port ${port} exited before it was ready (code ${code}, signal ${signal}):\n${output}`));
-    });
-  });
+  return spawnUntilReady([config, '--sentinel'], '+monitor master', `sentinel on port ${port}`, { cwd: dir });
 }
 
 /** A master, one replica of it, and one sentinel monitoring them as 'mymaster'. */

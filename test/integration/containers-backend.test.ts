@@ -8,6 +8,7 @@ import { connect } from 'node:net';
 import { getContainerRuntimeClient } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Master, MasterSet } from '../harness/types.js';
+import { eventually } from './util.js';
 
 const selected = process.env.QUORUMLOCK_TEST_BACKEND === 'testcontainers';
 
@@ -34,18 +35,6 @@ function tcpConnect(master: Master): Promise<string> {
     });
     socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
   });
-}
-
-async function eventually<T>(attempt: () => Promise<T>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
 }
 
 async function timed<T>(label: string, action: () => Promise<T>): Promise<T> {

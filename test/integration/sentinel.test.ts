@@ -24,9 +24,9 @@ function viaSentinel(): Redis {
 
 /** Members: the sentinel group, then two plain masters. */
 function memberClients(): Redis[] {
-  const clients = [viaSentinel(), ...plain.masters.map(client)];
-  opened.push(...clients);
-  return clients;
+  const masters = plain.masters.map(client);
+  opened.push(...masters); // viaSentinel() keeps its own
+  return [viaSentinel(), ...masters];
 }
 
 beforeAll(async () => {

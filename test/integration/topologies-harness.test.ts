@@ -2,20 +2,7 @@
 import Redis, { Cluster } from 'ioredis';
 import { expect, it } from 'vitest';
 import { startCluster, startSentinelGroup } from '../harness/topologies.js';
-import { sleep } from './util.js';
-
-/** Retries `attempt` until it resolves (clients need a moment to find a restarted or promoted node). */
-async function eventually<T>(attempt: () => Promise<T>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await sleep(100);
-    }
-  }
-}
+import { eventually } from './util.js';
 
 /** A plain client for one node, so a test can ask it directly. */
 function direct(port: number): Redis {
@@ -60,7 +47,7 @@ it('cluster: keys on every node; a killed node fails only its own slots; restart
 
     await down.restart();
     await cluster.waitForOk();
-    expect(await eventually(() => client.get(keyOn.get(down.port)!))).toBeNull(); // back with its slots, empty
+    expect(await eventually(() => client.get(keyOn.get(down.port)!), 10_000)).toBeNull(); // back with its slots, empty
     await client.set(keyOn.get(down.port)!, 'again');
     expect(await client.get(keyOn.get(down.port)!)).toBe('again');
   } finally {
@@ -82,7 +69,7 @@ it('sentinel: the client follows a failover to the promoted replica', async () =
 
     await group.master.kill();
     expect(await group.waitForFailover(before)).toBe(`${group.replica.host}:${group.replica.port}`);
-    await eventually(() => client.set('k', 'after'));
+    await eventually(() => client.set('k', 'after'), 10_000);
     expect(await promoted.get('k')).toBe('after'); // on the former replica, which kept 'k' from before
     expect(await promoted.info('replication')).toContain('role:master');
   } finally {

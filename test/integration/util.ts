@@ -17,3 +17,16 @@ export async function errorOf(promise: Promise<unknown>): Promise<LockAcquireErr
   expect(error).toBeInstanceOf(LockAcquireError);
   return error as LockAcquireError;
 }
+
+/** Retries `attempt` every 50 ms until it resolves; rethrows its last error after `timeoutMs`. */
+export async function eventually<T>(attempt: () => Promise<T>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await sleep(50);
+    }
+  }
+}
