@@ -3,9 +3,7 @@
  * the user's: quorumlock never connects, quits or subscribes with it.
  */
 import type { Cluster, Redis } from 'ioredis';
-// ioredis' own batching: commands queued in the same tick go out as one pipeline, in order.
-import { executeWithAutoPipelining } from 'ioredis/built/autoPipelining.js';
-import { keepOutOfClusterAutoPipelining, registerScripts, type ScriptCommands } from './lua/scripts.js';
+import { keepOutOfAutoPipelining, registerScripts, type ScriptCommands } from './lua/scripts.js';
 import type { Logger } from './options.js';
 import { allClusterEpochKeys, clusterEpochKey, EPOCH_KEY, lineKeys, type Waiter } from './waiting/line.js';
 
@@ -104,6 +102,8 @@ export class Member {
   readonly #client: Redis & ScriptCommands;
 
   readonly #role: { current: string | undefined };
+  /** A single server's connection, whose socket #call corks for a tick; not a Cluster's. */
+  readonly #canCork: boolean;
   /** Per epoch key: the epoch (its `since`) last seen past a quarantine of `quarantineMs`. */
   readonly #settled = new Map<string, { since: string; quarantineMs: number }>();
   /** Any positive number marks a non-master as quarantined; it has no end while the role lasts. */
@@ -117,10 +117,10 @@ export class Member {
     this.isCluster = (client as ClientShape).isCluster === true;
     this.keyPrefix = (client as ClientShape).options?.keyPrefix ?? '';
     this.#client = registerScripts(client);
-    if (this.isCluster) keepOutOfClusterAutoPipelining(client);
-    // ioredis' auto-pipelining groups a cluster's calls by their first argument (for our scripts,
-    // the key count), not by slot: cluster calls go one by one, and ioredis routes each.
-    this.#canPipeline = !this.isCluster && typeof (client as { pipeline?: unknown }).pipeline === 'function';
+    // One ordered path for our calls, whatever the user's enableAutoPipelining says (see #call).
+    keepOutOfAutoPipelining(client);
+    // A Cluster routes each call to its node's connection itself: nothing of ours to cork.
+    this.#canCork = !this.isCluster;
     // ioredis sends a cluster's writes to the slot's master itself; ROLE would ask a random node.
     this.#role = this.isCluster ? { current: undefined } : watchRole(client, this.id, logger);
   }
@@ -142,24 +142,30 @@ export class Member {
     return here;
   }
 
-  /** A call of ours was written to this member in the current tick. */
-  #writtenThisTick = false;
-  /** A real ioredis client (a stand-in, like the drift simulator's, is sent to call by call). */
-  readonly #canPipeline: boolean;
+  /** The socket corked for the current tick (see #call), if any. */
+  #corked: { uncork(): void } | undefined;
 
   /**
-   * Sends one of our scripts. The first call in a tick is written at once; more calls in the
-   * same tick (many acquires at once) join ioredis' auto-pipelining queue, whatever the client's
-   * own setting, and share one socket write at the end of the tick: the syscall is most of a
-   * call's client-side cost. Either way calls reach the member in the order they were made, which
-   * the rollback relies on (a release is written after the acquire it undoes): the batch is
-   * written after the direct call, and the flag is cleared before the batch is flushed.
+   * Sends one of our scripts. Every call takes the same path, a direct write on the client's
+   * connection, so calls reach the member in the order they were made: a rollback or release is
+   * always written after the acquire it undoes (src/quorum/release.ts relies on it). An earlier
+   * version wrote the first call of a tick directly and later ones through ioredis'
+   * auto-pipelining queue, which flushes later and not while another batch awaits replies: a
+   * direct release then overtook its own acquire and left the key behind (realities.md).
+   * Batching stays, in order: the first call in a tick corks the socket and the end of the tick
+   * uncorks it, so the tick's calls share one write syscall.
    */
   #call<T>(script: keyof ScriptCommands, args: (string | number)[]): Promise<T> {
-    if (this.#writtenThisTick && this.#canPipeline) return executeWithAutoPipelining(this.#client, script, script, args, undefined) as Promise<T>;
-    if (this.#canPipeline) {
-      this.#writtenThisTick = true;
-      process.nextTick(() => (this.#writtenThisTick = false));
+    if (this.#corked === undefined && this.#canCork) {
+      const stream = (this.#client as { stream?: { cork?: () => void; uncork(): void; writable?: boolean } }).stream;
+      if (stream && typeof stream.cork === 'function' && stream.writable && this.#client.status === 'ready') {
+        stream.cork();
+        this.#corked = stream;
+        process.nextTick(() => {
+          this.#corked = undefined;
+          stream.uncork();
+        });
+      }
     }
     return (this.#client[script] as (...args: (string | number)[]) => Promise<T>)(...args);
   }

@@ -26,12 +26,14 @@ const scripts = {
 } as const;
 
 /**
- * ioredis' own auto-pipelining (`enableAutoPipelining`) batches a Cluster's commands by the node
- * of their first argument, which for a script is its key count, not a key: our calls could land
- * in a batch for another node and fail ("All keys in the pipeline should belong to the same
- * slots allocation group"). On a Cluster they are left out of it; ioredis routes each by its key.
+ * Our scripts never go through ioredis' auto-pipelining (`enableAutoPipelining`), whatever the
+ * user's setting: its queue flushes on a later tick and not while another batch awaits replies,
+ * so a command written directly could overtake a queued one (Member.#call needs one ordered
+ * path). On a Cluster it would also batch them by the node of their first argument, which for a
+ * script is its key count, not a key ("All keys in the pipeline should belong to the same slots
+ * allocation group").
  */
-export function keepOutOfClusterAutoPipelining(client: Redis): void {
+export function keepOutOfAutoPipelining(client: Redis): void {
   const options = client.options as { enableAutoPipelining?: boolean; autoPipeliningIgnoredCommands?: string[] };
   if (!options.enableAutoPipelining) return;
   options.autoPipeliningIgnoredCommands = [...new Set([...(options.autoPipeliningIgnoredCommands ?? []), ...Object.keys(scripts)])];
