@@ -5,6 +5,8 @@
 import type { Cluster, Redis } from 'ioredis';
 import { keepOutOfAutoPipelining, registerScripts, type ScriptCommands } from './lua/scripts.js';
 import type { Logger } from './options.js';
+import { serverFacts, whyNotCounting, type ServerFacts } from './store/server.js';
+import { decodeAcquire, decodeFence, NOT_COUNTING, type FenceReply, type Locked, type Refusal } from './store/replies.js';
 import { allClusterEpochKeys, clusterEpochKey, EPOCH_KEY, lineKeys, type Waiter } from './waiting/line.js';
 
 interface ClientShape {
@@ -33,23 +35,7 @@ export function memberId(client: MemberClient): string {
   return `${options.path ? options.path : address(options)}/${db}`;
 }
 
-/** What the acquire script says when it does not lock: why, for how long, and our place in line. */
-export interface Refusal {
-  /** 'taken': held by another owner; 'queued': free, but kept for an earlier waiter. */
-  why: 'taken' | 'queued';
-  /** The longest remaining PTTL among the held keys; undefined when none is held. */
-  heldForMs: number | undefined;
-  /** 0-based place in line; undefined when not in line. */
-  place: number | undefined;
-}
-
-/** The keys were set on this member. */
-export interface Locked {
-  /** > 0: the member's data is younger than the quarantine (or it is not a master): its yes does not count. */
-  quarantinedForMs: number;
-  /** With fencing: the highest fence counter of the resources here, and whether that reading is trusted. */
-  fence?: { highest: number; trusted: boolean };
-}
+export type { Locked, Refusal };
 
 export interface AcquireRequest {
   value: string;
@@ -60,28 +46,53 @@ export interface AcquireRequest {
   fencing: boolean;
 }
 
-/** One role watch per client, however many Redlocks share it: one listener, one ROLE per connect. */
-const roles = new WeakMap<Redis, { current: string | undefined }>();
+/** What the server said about itself at its last (re)connect or refresh; undefined until then. */
+interface ServerWatch {
+  facts: ServerFacts | undefined;
+  /** Called after every reading (the Redlock checks for duplicate members). */
+  readonly listeners: Set<() => void>;
+}
 
-/** ROLE at connect and at every reconnect: a member may come back as a replica. */
-function watchRole(client: Redis, id: string, logger: Logger): { current: string | undefined } {
-  const known = roles.get(client);
+/** One watch per client, however many Redlocks share it: one INFO per connect and per refresh. */
+const watches = new WeakMap<Redis, ServerWatch>();
+
+/**
+ * How often a connected member's INFO is read again: a CONFIG SET of maxmemory-policy, or a
+ * REPLICAOF, changes a server without a reconnect. Between readings the scripts still refuse a
+ * server that is not a master (acquire.lua), and a failover or resync starts a new epoch there.
+ */
+export const SERVER_REFRESH_MS = 10_000;
+
+/**
+ * INFO at connect, at every reconnect and every SERVER_REFRESH_MS: the role, the run id (which
+ * identifies a server however it is addressed, for the duplicate check) and the eviction policy.
+ * Read once per connection, not per call: no round trip is added to any lock operation.
+ */
+function watchServer(client: Redis, id: string, logger: Logger): ServerWatch {
+  const known = watches.get(client);
   if (known) return known;
-  const role: { current: string | undefined } = { current: undefined };
-  roles.set(client, role);
-  const check = () => {
-    client.role().then(
-      (reply) => {
-        const current = String((reply as unknown[])[0]);
-        if (current !== 'master' && current !== role.current) logger.warn({ member: id, role: current }, 'member is not a master: it will not count toward quorum');
-        role.current = current;
+  const watch: ServerWatch = { facts: undefined, listeners: new Set() };
+  watches.set(client, watch);
+  const read = () => {
+    if (client.status !== 'ready') return;
+    client.info().then(
+      (info) => {
+        const facts = serverFacts(info);
+        const why = whyNotCounting(facts);
+        if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts))) logger.warn({ member: id, why }, 'member will not count toward quorum');
+        watch.facts = facts;
+        for (const listener of watch.listeners) listener();
       },
-      (error: Error) => logger.debug({ member: id, error: error.message }, 'could not read the member role'),
+      (error: Error) => logger.debug({ member: id, error: error.message }, 'could not read the member INFO'),
     );
   };
-  if (client.status === 'ready') check();
-  client.on('ready', check);
-  return role;
+  read();
+  client.on('ready', read);
+  // In the background: the watch must never keep the process alive.
+  const refresh = setInterval(read, SERVER_REFRESH_MS);
+  refresh.unref();
+  client.once('end', () => clearInterval(refresh));
+  return watch;
 }
 
 /**
@@ -101,13 +112,13 @@ export class Member {
   readonly keyPrefix: string;
   readonly #client: Redis & ScriptCommands;
 
-  readonly #role: { current: string | undefined };
+  readonly #server: ServerWatch;
+  /** Set by the Redlock when another of its members is the same server (by run id). */
+  #duplicateOf: string | undefined;
   /** A single server's connection, whose socket #call corks for a tick; not a Cluster's. */
   readonly #canCork: boolean;
-  /** Per epoch key: the epoch (its `since`) last seen past a quarantine of `quarantineMs`. */
-  readonly #settled = new Map<string, { since: string; quarantineMs: number }>();
-  /** Any positive number marks a non-master as quarantined; it has no end while the role lasts. */
-  readonly #roleQuarantine = Number.MAX_SAFE_INTEGER;
+  /** Per epoch key: the epoch (its id) last seen past a quarantine of `quarantineMs`. */
+  readonly #settled = new Map<string, { id: string; quarantineMs: number }>();
 
   constructor(member: MemberClient, logger: Logger) {
     // Typed as a Redis from here on: a Cluster has every method used below (the role watch,
@@ -121,8 +132,9 @@ export class Member {
     keepOutOfAutoPipelining(client);
     // A Cluster routes each call to its node's connection itself: nothing of ours to cork.
     this.#canCork = !this.isCluster;
-    // ioredis sends a cluster's writes to the slot's master itself; ROLE would ask a random node.
-    this.#role = this.isCluster ? { current: undefined } : watchRole(client, this.id, logger);
+    // ioredis sends a cluster's writes to the slot's master itself; INFO would ask a random node.
+    // There the scripts' own checks stand alone (acquire.lua refuses a node that is no master).
+    this.#server = this.isCluster ? { facts: undefined, listeners: new Set() } : watchServer(client, this.id, logger);
   }
 
   /** The epoch hash for a call on `firstKey`: one per member, or one per slot on a cluster. */
@@ -176,43 +188,72 @@ export class Member {
     keys = this.#keysHere(keys, true);
     const epochKey = keys[keys.length - 1]!;
     const known = this.#settled.get(epochKey);
-    const settled = known !== undefined && known.quarantineMs === quarantineMs ? known.since : '';
+    const settled = known !== undefined && known.quarantineMs === quarantineMs ? known.id : '';
     const reply = await this.#call<number | unknown[]>('quorumlockAcquire', [keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0, settled]);
-    // A replica that accepts writes (replica-read-only no) must never count: its key can vanish
-    // in a resync, and a failover hands its data, not ours, to the new master.
-    const role = this.#role.current;
-    const replica = role !== undefined && role !== 'master' ? this.#roleQuarantine : 0;
-    if (reply === 1) return { quarantinedForMs: replica };
-    const [status, a, b, c, since] = reply as [number, number, number, number, string | undefined];
+    const answer = decodeAcquire(reply, settled, fencing);
+    if ('why' in answer) return answer;
     // Past its quarantine: remember the epoch, so the script can skip reading the time next time.
-    if (status === 1 && since !== undefined) this.#settled.set(epochKey, { since, quarantineMs });
-    if (status === 1 || status === 3) {
-      const locked: Locked = { quarantinedForMs: Math.max(a!, replica) };
-      if (fencing) locked.fence = { highest: b!, trusted: c === 1 };
-      return locked;
-    }
-    return { why: status === 0 ? 'taken' : 'queued', heldForMs: a! >= 0 ? a : undefined, place: b! >= 0 ? b : undefined };
-  }
-
-  /** @internal Raises the fence counters of a lock we hold to `token`: {raised, highest before, trusted}. */
-  async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync'): Promise<{ raised: boolean; highest: number; trusted: boolean }> {
-    const [raised, highest, trusted] = await this.#call<[number, number, number]>('quorumlockFence', [resources.length + 1, ...resources, this.#epochKey(resources[0]!), value, token, mode]);
-    return { raised: raised === 1, highest, trusted: trusted === 1 };
+    if (answer.quarantinedForMs === 0 && answer.epoch !== undefined) this.#settled.set(epochKey, { id: answer.epoch, quarantineMs });
+    const why = answer.notCounting ?? this.notCounting;
+    return why === undefined ? answer : { ...answer, quarantinedForMs: NOT_COUNTING, notCounting: why };
   }
 
   /**
-   * @internal Declares this member brand new: ends its quarantine, absent fence counters read as
-   * 0. Resolves with the quarantine ms that were left. On a cluster, for every slot's epoch.
+   * Why this member's yes must not count in any round, or undefined when it may: it is not a
+   * master, may evict lock keys (whyNotCounting), or is the same server as another member.
    */
-  async trust(quarantineMs: number): Promise<number> {
-    if (!this.isCluster) return this.#call('quorumlockTrust', [1, EPOCH_KEY, quarantineMs]);
-    const left = await Promise.all(allClusterEpochKeys().map((key) => this.#call<number>('quorumlockTrust', [1, key, quarantineMs])));
-    return Math.max(...left);
+  get notCounting(): string | undefined {
+    if (this.#duplicateOf !== undefined) return `the same server as ${this.#duplicateOf}`;
+    return this.#server.facts && whyNotCounting(this.#server.facts);
   }
 
-  /** The role this member reported at its last (re)connect: 'master', 'slave', ... */
+  /** @internal The server's run id at its last reading (undefined before the first, or on a Cluster). */
+  get serverId(): string | undefined {
+    return this.#server.facts?.runId || undefined;
+  }
+
+  /** @internal The Redlock marks a member that is another member's server under another address. */
+  markDuplicate(of: string | undefined): void {
+    this.#duplicateOf = of;
+  }
+
+  /** @internal Calls `listener` after every reading of the server's INFO. */
+  onServerFacts(listener: () => void): void {
+    this.#server.listeners.add(listener);
+  }
+
+  /**
+   * @internal Raises the fence counter to `token` while we hold the lock, in the epoch `epoch`
+   * (the one this member's acquire reply named): {raised, counter before, trusted}.
+   */
+  async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync', epoch: string): Promise<FenceReply> {
+    const reply = await this.#call<unknown[]>('quorumlockFence', [resources.length + 1, ...resources, this.#epochKey(resources[0]!), value, token, mode, epoch]);
+    return decodeFence(reply);
+  }
+
+  /**
+   * @internal Declares this member's current epoch brand new (trust.lua 'new'): ends its
+   * quarantine whatever ttl callers use, absent fence counters read as 0. Resolves with the
+   * quarantine ms (of `quarantineMs`) that were left. On a cluster, for every slot's epoch.
+   */
+  trust(quarantineMs: number): Promise<number> {
+    return this.#onEveryEpoch((key) => this.#call<number>('quorumlockTrust', [1, key, 'new', quarantineMs]));
+  }
+
+  /** @internal Raises the fence counter of the current epoch to at least `floor` and trusts it (trust.lua 'floor'). */
+  restoreFencing(floor: number): Promise<number> {
+    return this.#onEveryEpoch((key) => this.#call<number>('quorumlockTrust', [1, key, 'floor', floor]));
+  }
+
+  /** The largest of `run` on the member's epoch key, or on every slot's on a cluster. */
+  async #onEveryEpoch(run: (key: string) => Promise<number>): Promise<number> {
+    if (!this.isCluster) return run(EPOCH_KEY);
+    return Math.max(...(await Promise.all(allClusterEpochKeys().map(run))));
+  }
+
+  /** The role this member reported at its last (re)connect or refresh: 'master', 'slave', ... */
   get role(): string | undefined {
-    return this.#role.current;
+    return this.#server.facts?.role;
   }
 
   /** @internal 1 when every key still held `value` and now expires in `ttlMs`, 0 otherwise. */

@@ -330,3 +330,10 @@ export function checkExtendThreshold(value: unknown, ttl: number, settings: Pick
   if (threshold <= nodeTimeout || threshold >= upper) throw argumentError(RangeError, 'extendThreshold', `must be ${range}, got ${show(value)}`);
   return threshold;
 }
+
+/** restoreFencing(floor): a whole number of tokens, at least 1, that a Lua number keeps exactly. */
+export function checkFenceFloor(value: unknown): number {
+  const floor = checkNumber('floor', value, { min: 1, integer: true });
+  if (floor > Number.MAX_SAFE_INTEGER) throw argumentError(RangeError, 'floor', `must be an integer in [1, ${Number.MAX_SAFE_INTEGER}], got ${show(value)}`);
+  return floor;
+}

@@ -10,6 +10,7 @@ import {
   type AcquireOptions,
   checkAcquireOptions,
   checkExtendThreshold,
+  checkFenceFloor,
   checkMaxExtensions,
   checkMembers,
   checkOptionsObject,
@@ -39,6 +40,24 @@ export class Redlock implements LockContext {
     this.settings = Object.freeze(checkSettings(options));
     this.members = Object.freeze(checkMembers(clients).map((client) => new Member(client, this.settings.logger)));
     this.#notifications = new Notifications(this.members, this.settings.logger);
+    for (const member of this.members) member.onServerFacts(() => this.#markDuplicates());
+    this.#markDuplicates();
+  }
+
+  /**
+   * Two members that are the same server (one run id, however each is addressed: 127.0.0.1 and
+   * localhost, two DNS names, two dbs of one server) are one failure domain: counting both would
+   * let one server's votes stand in for two. The later one in the list does not count.
+   */
+  #markDuplicates(): void {
+    const first = new Map<string, string>();
+    for (const member of this.members) {
+      const server = member.serverId;
+      const earlier = server === undefined ? undefined : first.get(server);
+      if (server !== undefined && earlier === undefined) first.set(server, member.id);
+      if (earlier !== undefined && member.notCounting === undefined) this.settings.logger.error({ member: member.id, sameAs: earlier }, 'two members are the same server: the later one will not count');
+      member.markDuplicate(earlier);
+    }
   }
 
   /**
@@ -55,7 +74,9 @@ export class Redlock implements LockContext {
    * absent fence counters read as 0. An explicit operator action for a new deployment, whose
    * members would otherwise count only once maxLockTtl has passed. Never call it for members that
    * may have lost data (restarted without persistence, flushed) while locks were held: that is
-   * the hazard the quarantine exists for. Resolves with what each member said.
+   * the hazard the quarantine exists for. It applies to each member's current epoch, whatever
+   * maxLockTtl other Redlocks use; a later restart or failover starts a new, untrusted epoch.
+   * Resolves with what each member said (quarantineLeftMs: of this Redlock's maxLockTtl).
    */
   async trustMembers(): Promise<{ member: string; trusted: boolean; quarantineLeftMs?: number; error?: Error }[]> {
     const { maxLockTtl } = this.settings;
@@ -70,6 +91,28 @@ export class Redlock implements LockContext {
       this.settings.logger.info({ members: results.map(({ member, trusted }) => ({ member, trusted })) }, 'members declared trusted');
       return results;
     });
+  }
+
+  /**
+   * The operator's way back for fencing after a majority of members lost their data at once
+   * (then no quorum of trusted counters is left, and fenced acquires fail as 'unfenced'). Raises
+   * every member's fence counter to at least `floor` and marks it trusted. `floor` must be at or
+   * above every token ever issued for these members' resources, e.g. the highest token your
+   * protected resources accepted (fencedWrite keeps it in its guard key); the next token is then
+   * above it. The quarantine is not touched. Resolves with each member's counter after.
+   */
+  async restoreFencing(floor: number): Promise<{ member: string; restored: boolean; counter?: number; error?: Error }[]> {
+    checkFenceFloor(floor);
+    const results = await Promise.all(
+      this.members.map((member) =>
+        member.restoreFencing(floor).then(
+          (counter) => ({ member: member.id, restored: true, counter }),
+          (error: Error) => ({ member: member.id, restored: false, error }),
+        ),
+      ),
+    );
+    this.settings.logger.warn({ floor, members: results.map((result) => ({ member: result.member, restored: result.restored, counter: 'counter' in result ? result.counter : undefined })) }, 'fence counters restored by an operator');
+    return results;
   }
 
   /** Votes needed: floor(N/2) + 1. */

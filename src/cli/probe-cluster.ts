@@ -6,7 +6,8 @@ import type { Cluster, Redis } from 'ioredis';
 import { slotOf } from '../slots.js';
 import { allClusterEpochKeys, clusterEpochKey } from '../waiting/line.js';
 import { within } from './members.js';
-import { EPOCH_FIELDS, epochOf, lockOf, message, msOf, runIdOf, unreachable, versionOf, type EpochState, type MemberProbe, type ProbeOptions, type State } from './probe.js';
+import { serverFacts } from '../store/server.js';
+import { EPOCH_FIELDS, epochOf, lockOf, message, msOf, unreachable, type EpochState, type MemberProbe, type ProbeOptions, type State } from './probe.js';
 
 /**
  * Resolves once the Cluster knows its slots (it is 'ready'); rejects at its first error (every
@@ -141,7 +142,7 @@ export async function probeCluster(cluster: Cluster, member: string, options: Pr
           const failed = read.errors?.filter((error) => error !== undefined) ?? [];
           if (failed.length > 0) errors.push(`node ${read.address}: ${failed.length} slot epochs unreadable (${failed[0]})`);
         }
-        if (options.info) result.version = reads.map((read) => read.info && versionOf(read.info)).find((version) => version !== undefined);
+        if (options.info) result.version = reads.map((read) => read.info && serverFacts(read.info).version).find((version) => version !== undefined);
         if (wanted !== undefined) {
           const epoch = reads[0]?.epochs?.[0];
           if (epoch) result.epoch = { ...epoch, slot: wanted };
@@ -163,22 +164,22 @@ export async function probeCluster(cluster: Cluster, member: string, options: Pr
   return result;
 }
 
-/** INFO server, TIME and the slots' epoch hashes from one node, in one pipeline. */
+/** INFO, TIME and the slots' epoch hashes from one node, in one pipeline. */
 async function readNode(node: Redis | undefined, address: string, slots: number[], keyOf: (slot: number) => string, maxLockTtl: number): Promise<NodeRead> {
   if (node === undefined) return { address, slots, error: 'the cluster client has no connection to it' };
   try {
-    const pipeline = node.pipeline().info('server').time();
+    const pipeline = node.pipeline().info().time();
     for (const slot of slots) pipeline.hmget(keyOf(slot), ...EPOCH_FIELDS);
     const replies = (await pipeline.exec()) ?? [];
     const [[infoError, info], [timeError, time]] = replies as [[Error | null, string], [Error | null, string[]]];
     if (infoError ?? timeError) throw infoError ?? timeError;
-    const runId = runIdOf(info);
+    const server = serverFacts(info);
     const now = msOf(time);
     const epochs: EpochState[] = [];
     const errors: (string | undefined)[] = [];
     for (const [error, fields] of replies.slice(2) as [Error | null, (string | null)[]][]) {
       errors.push(error ? error.message : undefined);
-      if (!error) epochs.push(epochOf(fields, runId, now, maxLockTtl));
+      if (!error) epochs.push(epochOf(fields, server, now, maxLockTtl));
     }
     return { address, slots, info, epochs, errors };
   } catch (error) {

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { Cluster } from 'ioredis';
 import type { MemberClient } from '../member.js';
 import { EPOCH_KEY } from '../waiting/line.js';
+import { EPOCH_FIELDS, epochFields, serverFacts, whyNotCounting, type ServerFacts } from '../store/server.js';
 import { probeCluster } from './probe-cluster.js';
 
 /** The epoch hash the acquire script keeps on every member (README, "Restart quarantine"); one per slot on a cluster. */
@@ -44,6 +45,8 @@ export interface MemberProbe {
   latencyMs?: number;
   /** ROLE; for a cluster 'master' when CLUSTER INFO says cluster_state:ok, else e.g. 'cluster_state:fail'. */
   role?: string;
+  /** Why this member would not count toward quorum though it answers (whyNotCounting: not a master, may evict lock keys). */
+  notCounting?: string;
   epoch?: EpochState;
   version?: string;
   /** status only. */
@@ -72,21 +75,22 @@ export function fingerprint(value: string): string {
 
 export const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-export const EPOCH_FIELDS = ['since', 'genesis', 'run_id'] as const;
-
-export const runIdOf = (info: string) => /^run_id:(\w+)/m.exec(info)?.[1];
-export const versionOf = (info: string) => /^redis_version:(.+)$/m.exec(info)?.[1]?.trim();
+export { EPOCH_FIELDS };
 /** TIME → ms. */
 export const msOf = (time: readonly (string | number)[]) => Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
 
-/** One epoch hash (HMGET since genesis run_id), judged against the run id and clock of the server holding it. */
-export function epochOf(fields: readonly (string | null | undefined)[], runId: string | undefined, now: number, maxLockTtl: number): EpochState {
-  const [since, genesis, owner] = fields;
-  if (since === null || since === undefined) return { state: 'none', genesis: genesis === '1' };
-  if (owner !== runId) return { state: 'stale', genesis: genesis === '1' };
-  const ageMs = now - Number(since);
-  const leftMs = Math.max(0, maxLockTtl - ageMs);
-  return leftMs > 0 ? { state: 'quarantined', ageMs, leftMs, genesis: genesis === '1' } : { state: 'trusted', ageMs, genesis: genesis === '1' };
+/**
+ * One epoch hash (HMGET ...EPOCH_FIELDS), judged as the scripts judge it (src/lua/_epoch.lua)
+ * against the server holding it: stale when another process or data lineage wrote it.
+ */
+export function epochOf(values: readonly (string | null | undefined)[], server: ServerFacts, now: number, maxLockTtl: number): EpochState {
+  const fields = epochFields(values);
+  const genesis = fields.genesis === '1';
+  if (fields.since === undefined || fields.id === undefined) return { state: 'none', genesis };
+  if (fields.run_id !== server.runId || fields.replid !== server.replid) return { state: 'stale', genesis };
+  const ageMs = now - Number(fields.since);
+  const leftMs = genesis ? 0 : Math.max(0, maxLockTtl - ageMs);
+  return leftMs > 0 ? { state: 'quarantined', ageMs, leftMs, genesis } : { state: 'trusted', ageMs, genesis };
 }
 
 export async function probe(client: MemberClient, member: string, options: ProbeOptions): Promise<MemberProbe> {
@@ -104,16 +108,18 @@ export async function probe(client: MemberClient, member: string, options: Probe
   const result: MemberProbe = { member, reachable: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
   await options.pinged?.();
   try {
-    const [role, time, epoch, info, lock] = await Promise.all([
-      client.role(),
+    const [time, epoch, info, lock] = await Promise.all([
       client.time(),
       client.hmget(EPOCH_KEY, ...EPOCH_FIELDS),
-      client.info('server'),
+      client.info(),
       options.resource === undefined ? Promise.resolve(undefined) : Promise.all([client.get(options.resource), client.pttl(options.resource)]),
     ]);
-    result.role = String((role as unknown[])[0]);
-    result.epoch = epochOf(epoch, runIdOf(info), msOf(time), options.maxLockTtl);
-    if (options.info) result.version = versionOf(info);
+    const server = serverFacts(info);
+    result.role = server.role;
+    const why = whyNotCounting(server);
+    if (why !== undefined) result.notCounting = why;
+    result.epoch = epochOf(epoch, server, msOf(time), options.maxLockTtl);
+    if (options.info) result.version = server.version;
     if (lock !== undefined) result.lock = lockOf(lock);
   } catch (error) {
     result.error = message(error);
@@ -133,5 +139,5 @@ export function lockOf([value, pttl]: [string | null, number]): NonNullable<Memb
 
 /** A reachable master that answered everything: counts toward the quorum. */
 export function healthy(probe: MemberProbe): boolean {
-  return probe.reachable && probe.error === undefined && probe.role === 'master';
+  return probe.reachable && probe.error === undefined && probe.role === 'master' && probe.notCounting === undefined;
 }

@@ -1,32 +1,50 @@
--- (Included by acquire.lua, fence.lua and trust.lua.) The member's epoch: since when this Redis
--- process has held the data it holds, kept in a hash with the process's run id.
-local nowMs
-local function now()
-  if not nowMs then
-    local time = redis.call('TIME')
-    nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- (Included by acquire.lua, fence.lua and trust.lua.) The member's epoch: since when this server
+-- has held the data it holds, kept in a hash with what identifies that data's lineage.
+-- #include _time.lua
+
+-- `field:<value>` from an INFO section's text ('' when absent: Dragonfly has no run_id). A plain
+-- find is ~3x cheaper than a pattern over INFO's text.
+local function infoField(info, field)
+  local at = string.find(info, '\n' .. field .. ':', 1, true)
+  if not at then
+    return ''
   end
-  return nowMs
+  local from = at + #field + 2
+  return string.sub(info, from, string.find(info, '\r', from, true) - 1)
 end
 
--- The `since` of this process's epoch in the hash `epoch`; a new epoch (since = now, no fence
--- counters, not genesis) when the hash is absent or was written by another process.
--- Absent: a restart without persistence, FLUSHALL, eviction, or the first use ever.
--- Another run id: a restart from disk (the last writes before the crash may be lost: the fsync
--- window) or a replica promoted by a failover (replication is asynchronous: the old master's last
--- writes may never have arrived). Either way locks this member once held may be missing, and
--- fence counters copied from the old process may be behind: nothing of the old epoch is trusted.
+-- The epoch of the data this server holds now in the hash `epoch`: its id and since, or nil when
+-- this server is not a plain master (a writable replica, a KeyDB active-replica: their data can
+-- be replaced by a resync, so they never count and are never written to).
+--
+-- A new epoch (a new id, since = now, no fence counter, not genesis) starts whenever the hash is
+-- absent or names another data lineage:
+-- * absent: a restart without persistence, FLUSHALL, eviction of the hash, or the first use;
+-- * another run_id: a restart from disk (its last writes may be lost: the fsync window);
+-- * another master_replid: a promotion or a full resync. Redis gives a master a new replication
+--   id when it is promoted, and a replica takes its master's at every sync; so a failover to a
+--   replica, and a failback to a demoted master whose data was replaced by a resync (its run_id
+--   unchanged), both show here. Replication is asynchronous: the data may lack the last writes.
+-- In each case locks this member once held may be missing and its fence counter may be behind:
+-- nothing of the old epoch is trusted. The id is unique per member (TIME to the microsecond):
+-- a call bound to an epoch (fence.lua) is refused in any other, which is what keeps a command
+-- that ioredis re-sent to a new process, or that a delayed link delivered late, from acting
+-- there as if in the epoch it was meant for.
 local function currentEpoch(epoch)
-  -- The run id is 40 hex characters; a plain find is 3x cheaper than a pattern over INFO's text.
-  local info = redis.call('INFO', 'server')
-  local at = string.find(info, 'run_id:', 1, true)
-  local runId = string.sub(info, at + 7, at + 46)
-  local since, owner = unpack(redis.call('HMGET', epoch, 'since', 'run_id'))
-  if since and owner == runId then
-    return since
+  local server = redis.call('INFO', 'server')
+  local replication = redis.call('INFO', 'replication')
+  if infoField(replication, 'role') ~= 'master' then
+    return nil
+  end
+  local runId, replid = infoField(server, 'run_id'), infoField(replication, 'master_replid')
+  local id, since, owner, lineage = unpack(redis.call('HMGET', epoch, 'id', 'since', 'run_id', 'replid'))
+  if id and owner == runId and lineage == replid then
+    return id, since
   end
   redis.call('DEL', epoch)
-  since = tostring(now())
-  redis.call('HSET', epoch, 'since', since, 'run_id', runId)
-  return since
+  readTime()
+  id = time[1] .. string.format('%06d', tonumber(time[2]))
+  since = tostring(nowMs)
+  redis.call('HSET', epoch, 'id', id, 'since', since, 'run_id', runId, 'replid', replid)
+  return id, since
 end

@@ -1,17 +1,16 @@
--- (Included by acquire.lua and fence.lua.) Reading the fence counters of the lock keys KEYS[1..n]
--- in the epoch hash `epoch`: the highest of them, and whether that reading is trusted. A counter
--- is trusted when present (it was written in this epoch), or when the member was declared brand
--- new (genesis): absent then means never used.
-local function fenceReading(epoch, n)
-  local genesis = redis.call('HGET', epoch, 'genesis') == '1'
-  local highest, trusted = 0, 1
-  for i = 1, n do
-    local counter = tonumber(redis.call('HGET', epoch, 'fence:' .. KEYS[i]))
-    if counter then
-      highest = math.max(highest, counter)
-    elseif not genesis then
-      trusted = 0
-    end
+-- (Included by acquire.lua and fence.lua.) The member's fence counter in the epoch hash `epoch`:
+-- the highest token raised here in this epoch, one counter for every resource of the member (of
+-- the slot, on a Cluster), and whether that reading is trusted. Trusted when the counter was
+-- written in this epoch (by a raise or a sync), or when the member was declared brand new
+-- (genesis): absent then means never used. One counter for all resources is what lets a member
+-- that lost its data become trusted again with one sync, for new resources too.
+local function fenceReading(epoch)
+  local counter, genesis = unpack(redis.call('HMGET', epoch, 'fence', 'genesis'))
+  if counter then
+    return tonumber(counter), 1
   end
-  return highest, trusted
+  if genesis == '1' then
+    return 0, 1
+  end
+  return 0, 0
 end

@@ -1,18 +1,19 @@
 -- Acquire, with a fair line of waiters, the restart quarantine and (optionally) fence readings.
 -- KEYS: the n lock keys, then their n line keys, then their n lease keys, then the member's epoch
---       hash (since = when this server process's data began, its run id, genesis, fence
---       counters; quorumlock:epoch, or one per hash slot on a Redis Cluster).
+--       hash (its id, since = when the data this server holds began, the run id and replication
+--       id of that data, genesis, the fence counter; quorumlock:epoch, or one per hash slot on a
+--       Redis Cluster).
 -- ARGV: value, ttl ms, waiter id, ticket (arrival order, the same on every member), lease ms
 --       (how long a refused caller keeps its place without coming back; 0 = do not join the line),
---       quarantine ms (0 = off), fencing (1 = report fence counters), the epoch's `since` as last
---       seen settled by this client ('' = not known: then the member's TIME decides).
--- Returns 1 when every lock key was set (all or nothing) and this member counts. When the keys
--- were set but the member's data is younger than the quarantine, or fencing was asked for, it
--- returns {1 | 3 (quarantined), quarantine ms left, highest fence counter, counter trusted 1/0,
--- the epoch's since}.
+--       quarantine ms (0 = off), fencing (1 = report the fence counter), the id of the epoch this
+--       client last saw past its quarantine ('' = none: then the member's TIME decides).
+-- Returns 1 when every lock key was set (all or nothing) and this member counts in the epoch the
+-- caller last saw settled (or quarantine and fencing are both off). Otherwise, when the keys were
+-- set: {1 | 3 (quarantined), quarantine ms left, fence counter, counter trusted 1/0, epoch id}.
+-- When this server is not a plain master: {4}, and nothing is set.
 -- Otherwise nothing is set and it returns {why, heldForMs, place}: why = 0 held by another owner,
 -- 2 free but kept for an earlier waiter; heldForMs = the longest PTTL among held keys (-1: none
--- held); place = 0-based place in the longest line (-1: not in line).
+-- held, -2: held without an expiry); place = 0-based place in the longest line (-1: not in line).
 local n = (#KEYS - 1) / 3
 -- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
 -- and a lock could be reported that was never set.
@@ -25,10 +26,22 @@ local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 -- #include _epoch.lua
 -- #include _fence.lua
 
-local heldFor, ahead = -1, false
+-- The epoch of this server's data, read before anything is written: a member that is not a
+-- plain master is refused outright.
+local epochId, since
+if quarantine > 0 or fencing then
+  epochId, since = currentEpoch(epoch)
+  if not epochId then
+    return {4}
+  end
+end
+
+local heldFor, ahead, forever = -1, false, false
 for i = 1, n do
   local pttl = redis.call('PTTL', KEYS[i])
-  if pttl ~= -2 then
+  if pttl == -1 then
+    forever = true
+  elseif pttl ~= -2 then
     heldFor = math.max(heldFor, pttl, 0)
   end
   local line, leases = KEYS[n + i], KEYS[2 * n + i]
@@ -46,26 +59,26 @@ for i = 1, n do
   end
 end
 
-if heldFor == -1 and not ahead then
+if heldFor == -1 and not forever and not ahead then
   -- A waiter keeps its place here even though its key is set: this attempt may still fail on
   -- the quorum and be rolled back, and a waiter that left some lines but not others would make
   -- members disagree about who is first. It leaves every line only once it has won.
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ttl)
   end
-  if quarantine == 0 and not fencing then
+  if not epochId then
     return 1
   end
-  -- The epoch of this server process. Until a whole quarantine (the longest ttl in use) has
-  -- passed since it began, another client may still hold a lock this member forgot (see
-  -- currentEpoch for how it can forget), so its yes must not count.
-  local since = currentEpoch(epoch)
   -- The same epoch this client already saw past its quarantine: still past it, no TIME needed.
-  if since == settled and not fencing then
+  if epochId == settled and not fencing then
     return 1
   end
+  -- Until a whole quarantine (the longest ttl in use) has passed since this epoch began, another
+  -- client may still hold a lock this member forgot (see currentEpoch for how it can forget), so
+  -- its yes must not count. An epoch an operator declared brand new (trust.lua) has forgotten
+  -- nothing: no quarantine, whatever ttl the callers use.
   local left = 0
-  if quarantine > 0 then
+  if quarantine > 0 and redis.call('HGET', epoch, 'genesis') ~= '1' then
     left = math.max(0, tonumber(since) + quarantine - now())
   end
   local status = 1
@@ -73,10 +86,10 @@ if heldFor == -1 and not ahead then
     status = 3
   end
   if not fencing then
-    return {status, left, 0, 0, since}
+    return {status, left, 0, 0, epochId}
   end
-  local highest, trusted = fenceReading(epoch, n)
-  return {status, left, highest, trusted, since}
+  local highest, trusted = fenceReading(epoch)
+  return {status, left, highest, trusted, epochId}
 end
 
 local place = -1
@@ -92,6 +105,9 @@ if lease > 0 then
     end
     place = math.max(place, redis.call('ZRANK', line, waiter))
   end
+end
+if forever then
+  return {0, -2, place}
 end
 if heldFor == -1 then
   return {2, -1, place}

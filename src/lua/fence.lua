@@ -1,13 +1,26 @@
--- Raise the fence counters of a lock we hold to ARGV[2].
+-- Raise the member's fence counter, for a lock we hold, to ARGV[2].
 -- KEYS: the n lock keys, then the member's epoch hash.
--- ARGV: value, token, mode: 'propose' (a candidate token: written only where the reading is
---       trusted) or 'sync' (an established token: written also where it is not, which is how a
---       member that lost its counters becomes trusted again).
--- Returns {1 raised | 0 not raised, highest counter before, counters trusted 1/0}. Not raised
--- when a lock key no longer holds our value (the write must happen while we hold the lock: that
--- is what orders it before any later holder's reading), when a counter is already at or above
--- the token (then propose higher), or when proposing to an untrusted member: a candidate that
--- loses must never make a forgetful member look as if it knew the latest token.
+-- ARGV: value, token, mode, epoch id. mode 'propose': a candidate token, written only where the
+--       reading is trusted; 'sync': an established token, written also where it is not, which is
+--       how a member that lost its counter becomes trusted again. The epoch id is the one this
+--       member's acquire reply named in the same attempt: the call is refused in any other epoch.
+--       A sync needs one; a propose may pass '' (the member was not heard in the acquire round):
+--       raising a trusted counter is safe in any epoch, as the established token is decided
+--       within the lock's validity (src/quorum/attempt.ts).
+-- Returns {1 raised | 0 not raised, counter before, counter trusted 1/0}. Not raised when a lock
+-- key no longer holds our value (the write must happen while we hold the lock: that is what
+-- orders it before any later holder's reading), when the server's epoch is not the one named
+-- (then {0, 0, 0}), when the counter is already at or above the token (then propose higher), or
+-- when proposing to an untrusted member: a candidate that loses must never make a forgetful
+-- member look as if it knew the latest token.
+--
+-- Why the epoch binding makes a sync safe: a sync writes token t into epoch E, making E's
+-- counter trusted. That is sound when every token issued before E began is below t. t was
+-- established above every token issued before our fence round, and E answered our acquire, so
+-- it began before that round. A sync that ran in any other epoch would break this: ioredis
+-- re-sends an unanswered acquire and sync to the new process after a restart, where the acquire
+-- re-creates our key and the sync would otherwise write an old token into a new epoch that never
+-- saw the tokens issued since (issue 10, defect 1).
 local n = #KEYS - 1
 if n < 1 then
   return redis.error_reply('quorumlock: expected the lock keys and the epoch key, got ' .. #KEYS)
@@ -21,14 +34,13 @@ for i = 1, n do
     return {0, 0, 0}
   end
 end
--- Counters are read only in this process's epoch: a restart or failover since the acquire round
--- starts a new one, and the counters it held are then unknown (untrusted) until synced again.
-currentEpoch(epoch)
-local highest, trusted = fenceReading(epoch, n)
+local current = currentEpoch(epoch)
+if not current or (ARGV[4] ~= '' and current ~= ARGV[4]) or (ARGV[3] == 'sync' and ARGV[4] == '') then
+  return {0, 0, 0}
+end
+local highest, trusted = fenceReading(epoch)
 if highest >= proposed or (trusted == 0 and ARGV[3] ~= 'sync') then
   return {0, highest, trusted}
 end
-for i = 1, n do
-  redis.call('HSET', epoch, 'fence:' .. KEYS[i], proposed)
-end
+redis.call('HSET', epoch, 'fence', proposed)
 return {1, highest, trusted}

@@ -10,19 +10,15 @@ local n = #KEYS / 3
 if n < 1 or n ~= math.floor(n) then
   return redis.error_reply('quorumlock: expected 3 keys per resource (lock, line, leases), got ' .. #KEYS)
 end
+-- #include _time.lua
 local deleted = 0
-local nowMs
 for i = 1, n do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
     local line, leases = KEYS[n + i], KEYS[2 * n + i]
     if redis.call('EXISTS', line) == 1 then
-      if not nowMs then
-        local time = redis.call('TIME')
-        nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-      end
-      local stale = redis.call('ZRANGEBYSCORE', leases, '-inf', nowMs)
+      local stale = redis.call('ZRANGEBYSCORE', leases, '-inf', now())
       if #stale > 0 then
         redis.call('ZREM', line, unpack(stale))
         redis.call('ZREM', leases, unpack(stale))

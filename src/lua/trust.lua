@@ -1,13 +1,27 @@
--- An operator declares this member trusted: a brand-new member that never held a lock or a
--- fence counter. Ends its quarantine (since is set a whole quarantine back) and marks it genesis,
--- so absent fence counters read as 0. Never run automatically: on a member that lost data it
--- would hide exactly the hazard the quarantine guards against.
--- KEYS: the epoch hash. ARGV: quarantine ms. Returns the quarantine ms that was left (0: none).
+-- An operator's declaration about this member's current epoch (never run automatically).
+-- KEYS: the epoch hash. ARGV[1]: 'new' or 'floor'; ARGV[2]: for 'floor', the fence floor.
+-- 'new': a brand-new member that never held a lock or a fence token. Its epoch is marked
+--   genesis: no quarantine, whatever ttl the callers use, and an absent fence counter reads as
+--   0. On a member that lost data while locks were held this would hide exactly the hazard the
+--   quarantine guards against.
+-- 'floor': after a majority of members lost their data at once, fencing tokens can no longer be
+--   derived from the members alone. The operator names a floor at or above every token ever
+--   issued (e.g. the highest token the protected resources have accepted); the counter becomes
+--   max(counter, floor) and trusted. The quarantine is not touched.
+-- Returns the quarantine ms that was left before ('new'), or the counter now ('floor').
 -- #include _epoch.lua
-local since = tonumber(currentEpoch(KEYS[1]))
-local left = math.max(0, since + tonumber(ARGV[1]) - now())
-if left > 0 then
-  redis.call('HSET', KEYS[1], 'since', now() - tonumber(ARGV[1]))
+local id, since = currentEpoch(KEYS[1])
+if not id then
+  return redis.error_reply('quorumlock: this server is not a plain master; only masters can be trusted')
+end
+if ARGV[1] == 'floor' then
+  local counter = math.max(tonumber(redis.call('HGET', KEYS[1], 'fence') or '0'), tonumber(ARGV[2]))
+  redis.call('HSET', KEYS[1], 'fence', counter)
+  return counter
+end
+local left = 0
+if redis.call('HGET', KEYS[1], 'genesis') ~= '1' then
+  left = math.max(0, tonumber(since) + tonumber(ARGV[2] or '0') - now())
 end
 redis.call('HSET', KEYS[1], 'genesis', '1')
 return left

@@ -49,10 +49,10 @@ function acquireSender(keys: readonly string[], request: AcquireRequest, reading
   return (member: Member, index: number): Promise<Answered<LockAnswer>> =>
     member.acquire(keys, request).then((result) => {
       if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place };
-      readings[index] = result.fence;
+      if (result.fence) readings[index] = { ...result.fence, epoch: result.epoch };
       if (result.quarantinedForMs === 0) return 'locked';
-      publish(channels.quarantine, () => ({ member: member.id, quarantinedForMs: result.quarantinedForMs }));
-      return { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs };
+      publish(channels.quarantine, () => ({ member: member.id, quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting }));
+      return { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting };
     });
 }
 

@@ -6,8 +6,11 @@ import type { Settings } from '../options.js';
 import { runRound } from './round.js';
 import { isLocked, type LockAnswer } from './votes.js';
 
-/** What a member's acquire said about its fence counters (undefined: not read there). */
-export type FenceReading = { highest: number; trusted: boolean } | undefined;
+/**
+ * What a member's acquire answer said about its fence counter, and the epoch it came from;
+ * undefined where the member was not heard in the acquire round.
+ */
+export type FenceReading = { highest: number; trusted: boolean; epoch: string | undefined } | undefined;
 
 /**
  * The fencing token, one round after the lock is won: propose one more than every counter read
@@ -16,11 +19,18 @@ export type FenceReading = { highest: number; trusted: boolean } | undefined;
  *
  * Why it strictly increases: an earlier token t was written on a quorum Q, each member of Q still
  * holding that lock when it wrote, so before any later holder could lock it. Our quorum shares a
- * member m with Q. m's reading is trusted only if m kept its data since (a counter present in its
- * current epoch) or was declared brand new, so m reads at least t, and m raises only to a
+ * member m with Q. m's reading is trusted only if m kept its data since (its counter was written
+ * in its current epoch) or was declared brand new, so m reads at least t, and m raises only to a
  * proposal above what it read. A member that lost its data reads untrusted, and a candidate is
  * never written to it; only an established token is (the sync after a win), after which it is
- * trusted again. Tokens can go back only if a majority of members loses its data.
+ * trusted again. Each member keeps one counter for all resources (per slot on a Cluster), so one
+ * sync restores it for new resources too: fencing survives rolling restarts. Tokens can go back
+ * only if a majority of members loses its data at once; then Redlock.restoreFencing() is the
+ * operator's way back (README, "Fencing").
+ *
+ * The sync goes only to members heard in this attempt's acquire round, bound to the epoch that
+ * answered: see fence.lua for why a sync run in any other epoch (an ioredis re-send to a new
+ * process, a delayed link) could make a forgetful member look as if it knew the latest token.
  */
 export async function fenceToken(
   members: readonly Member[],
@@ -38,10 +48,10 @@ export async function fenceToken(
     const round = await runRound<LockAnswer>({
       operation: 'fence',
       members,
-      send: (member) =>
-        member.fence(resources, value, proposed, 'propose').then((reply) => {
+      send: (member, index) =>
+        member.fence(resources, value, proposed, 'propose', readings[index]?.epoch ?? '').then((reply) => {
           highest = Math.max(highest, reply.highest);
-          return reply.raised && reply.trusted ? 'locked' : 'taken';
+          return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
         }),
       counts: isLocked,
       timeoutMs: settings.nodeTimeout,
@@ -50,11 +60,13 @@ export async function fenceToken(
       signal,
     });
     if (round.won) {
-      // Established: above every token issued before. Members that did not take it (lost their
-      // counters, or were not waited for) get it now, which makes their counters trusted again.
+      // Established: above every token issued before. Members heard in the acquire round that
+      // did not take it (lost their counter, or were not waited for) get it now, in the epoch
+      // they answered from, which makes their counter trusted again.
       const token = proposed;
       members.forEach((member, index) => {
-        if (round.votes[index]!.vote !== 'locked') member.fence(resources, value, token, 'sync').catch(() => undefined);
+        const epoch = readings[index]?.epoch;
+        if (round.votes[index]!.vote !== 'locked' && epoch !== undefined) member.fence(resources, value, token, 'sync', epoch).catch(() => undefined);
       });
       return token;
     }
@@ -63,4 +75,3 @@ export async function fenceToken(
   }
   return undefined;
 }
-

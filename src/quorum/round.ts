@@ -83,6 +83,7 @@ export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): 
           if (answer.heldForMs !== undefined) vote.heldForMs = answer.heldForMs;
           if (answer.place !== undefined) vote.place = answer.place;
           if (answer.quarantinedForMs !== undefined) vote.quarantinedForMs = answer.quarantinedForMs;
+          if (answer.notCounting !== undefined) vote.notCounting = answer.notCounting;
           record(index, vote);
         },
         (error: unknown) =>

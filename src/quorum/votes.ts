@@ -32,13 +32,15 @@ export interface MemberVote<Answer extends string = LockAnswer> {
   place?: number;
   /** 'quarantined': how long until this member counts again (very large for a non-master). */
   quarantinedForMs?: number;
+  /** 'quarantined' for good while it lasts: why this member does not count (not a master, may evict lock keys, the same server as another member). */
+  notCounting?: string;
 }
 
 /** The answer that counts toward quorum in acquire, extend and fence rounds. */
 export const isLocked = (answer: LockAnswer): boolean => answer === 'locked';
 
 /** What a round's `send` may resolve with: the answer alone, or with details. */
-export type Answered<Answer extends string> = Answer | { vote: Answer; heldForMs?: number | undefined; place?: number | undefined; quarantinedForMs?: number | undefined };
+export type Answered<Answer extends string> = Answer | { vote: Answer; heldForMs?: number | undefined; place?: number | undefined; quarantinedForMs?: number | undefined; notCounting?: string | undefined };
 
 const phrases: Record<string, string> = {
   locked: 'locked',
