@@ -49,6 +49,8 @@ export interface AcquireRequest {
 /** What the server said about itself at its last (re)connect or refresh; undefined until then. */
 interface ServerWatch {
   facts: ServerFacts | undefined;
+  /** Settles once the first reading succeeded or failed. */
+  readonly firstReading: Promise<void>;
   /** Called after every reading (the Redlock checks for duplicate members). */
   readonly listeners: Set<() => void>;
 }
@@ -71,20 +73,26 @@ export const SERVER_REFRESH_MS = 10_000;
 function watchServer(client: Redis, id: string, logger: Logger): ServerWatch {
   const known = watches.get(client);
   if (known) return known;
-  const watch: ServerWatch = { facts: undefined, listeners: new Set() };
+  let settleFirst!: () => void;
+  const watch: ServerWatch = { facts: undefined, firstReading: new Promise<void>((resolve) => (settleFirst = resolve)), listeners: new Set() };
   watches.set(client, watch);
+  // A stand-in client without INFO (the drift simulator's) is taken as a plain master.
+  if (typeof client.info !== 'function') settleFirst();
   const read = () => {
-    if (client.status !== 'ready') return;
-    client.info().then(
-      (info) => {
-        const facts = serverFacts(info);
-        const why = whyNotCounting(facts);
-        if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts))) logger.warn({ member: id, why }, 'member will not count toward quorum');
-        watch.facts = facts;
-        for (const listener of watch.listeners) listener();
-      },
-      (error: Error) => logger.debug({ member: id, error: error.message }, 'could not read the member INFO'),
-    );
+    if (client.status !== 'ready' || typeof client.info !== 'function') return;
+    client
+      .info()
+      .then(
+        (info) => {
+          const facts = serverFacts(info);
+          const why = whyNotCounting(facts);
+          if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts))) logger.warn({ member: id, why }, 'member will not count toward quorum');
+          watch.facts = facts;
+          for (const listener of watch.listeners) listener();
+        },
+        (error: Error) => logger.warn({ member: id, error: error.message }, 'could not read the member INFO (ACL: allow +info)'),
+      )
+      .finally(settleFirst);
   };
   read();
   client.on('ready', read);
@@ -134,7 +142,7 @@ export class Member {
     this.#canCork = !this.isCluster;
     // ioredis sends a cluster's writes to the slot's master itself; INFO would ask a random node.
     // There the scripts' own checks stand alone (acquire.lua refuses a node that is no master).
-    this.#server = this.isCluster ? { facts: undefined, listeners: new Set() } : watchServer(client, this.id, logger);
+    this.#server = this.isCluster ? { facts: undefined, firstReading: Promise.resolve(), listeners: new Set() } : watchServer(client, this.id, logger);
   }
 
   /** The epoch hash for a call on `firstKey`: one per member, or one per slot on a cluster. */
@@ -192,6 +200,9 @@ export class Member {
     const reply = await this.#call<number | unknown[]>('quorumlockAcquire', [keys.length, ...keys, value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0, settled]);
     const answer = decodeAcquire(reply, settled, fencing);
     if ('why' in answer) return answer;
+    // A client that was still connecting ran our call before its INFO ('ready' fires after
+    // ioredis flushed its queues): wait for that reading before this yes may count.
+    if (this.#server.facts === undefined) await this.#server.firstReading;
     // Past its quarantine: remember the epoch, so the script can skip reading the time next time.
     if (answer.quarantinedForMs === 0 && answer.epoch !== undefined) this.#settled.set(epochKey, { id: answer.epoch, quarantineMs });
     const why = answer.notCounting ?? this.notCounting;
@@ -256,9 +267,18 @@ export class Member {
     return this.#server.facts?.role;
   }
 
-  /** @internal 1 when every key still held `value` and now expires in `ttlMs`, 0 otherwise. */
-  extend(resources: readonly string[], value: string, ttlMs: number): Promise<number> {
-    return this.#call('quorumlockExtend', [resources.length, ...resources, value, ttlMs]);
+  /**
+   * @internal Renews our keys' expiry to `ttlMs` if every one still holds `value`: 'extended'.
+   * Otherwise nothing changes, and the reply says why (extend.lua's status code): 'gone', a key
+   * no longer exists here (expired, evicted, deleted, or forgotten in a restart or flush);
+   * 'taken', a key holds another value. An unknown code rejects: it is never read as a yes.
+   */
+  async extend(resources: readonly string[], value: string, ttlMs: number): Promise<'extended' | 'gone' | 'taken'> {
+    const status = await this.#call<number>('quorumlockExtend', [resources.length, ...resources, value, ttlMs]);
+    if (status === 1) return 'extended';
+    if (status === 0) return 'gone';
+    if (status === -1) return 'taken';
+    throw new Error(`quorumlock: unexpected reply from the extend script: ${String(status)}`);
   }
 
   /** @internal How many of the keys held `value` and were deleted; the first waiter in line is told. `keys` from lineKeys(). */
