@@ -3,15 +3,14 @@
  * extend() renews this same handle (no new object to swap in); release() is idempotent.
  */
 import { inspect } from 'node:util';
-import { deadlineOf, driftMs, setBackgroundTimer } from './clock/index.js';
+import { setBackgroundTimer } from './clock/index.js';
 import { channels, publish } from './diagnostics.js';
 import { LockExtendError, LockLostError } from './errors.js';
 import type { Member } from './member.js';
 import { checkTtl, type Settings } from './options.js';
-import { extendSender, failureOutcome } from './quorum/attempt.js';
+import { extendOn, type ExtendAnswer } from './quorum/extend.js';
 import { releaseOn } from './quorum/release.js';
-import { runRound } from './quorum/round.js';
-import { describeVotes, isLocked, type MemberVote, type ReleaseAnswer } from './quorum/votes.js';
+import { describeVotes, type LockAnswer, type MemberVote, type ReleaseAnswer } from './quorum/votes.js';
 
 export interface ReleaseResult {
   /**
@@ -35,7 +34,7 @@ export class Lock implements AsyncDisposable {
   readonly value: string;
   readonly #context: LockContext;
   #deadline: number;
-  #votes: readonly MemberVote[];
+  #votes: readonly MemberVote<LockAnswer | ExtendAnswer>[];
   #released = false;
   #extending: Promise<unknown> = Promise.resolve();
   /** Created on first use of `signal`, so locks nobody watches cost no timer. */
@@ -50,7 +49,7 @@ export class Lock implements AsyncDisposable {
    */
   readonly fence: number | undefined;
 
-  constructor(context: LockContext, resources: readonly string[], value: string, deadline: number, votes: readonly MemberVote[], fence?: number) {
+  constructor(context: LockContext, resources: readonly string[], value: string, deadline: number, votes: readonly MemberVote<LockAnswer | ExtendAnswer>[], fence?: number) {
     this.#context = context;
     this.resources = Object.freeze([...resources]);
     this.value = value;
@@ -61,8 +60,8 @@ export class Lock implements AsyncDisposable {
 
   /**
    * Milliseconds for which the lock is still guaranteed: ttl − drift from the start of the last
-   * successful acquire or extend round, less the time since, on the monotonic clock. 0 once
-   * expired or released.
+   * successful acquire or extend round, less the time since, on the monotonic clock (earlier, if
+   * a failed extend with a shorter ttl may have shortened the keys). 0 once expired or released.
    */
   remainingMs(): number {
     if (this.#released) return 0;
@@ -78,15 +77,20 @@ export class Lock implements AsyncDisposable {
     return this.#released;
   }
 
-  /** How each member voted in the last successful acquire or extend round. */
-  get votes(): readonly MemberVote[] {
+  /**
+   * How each member voted in the last successful acquire or extend round. An extend round may
+   * also show 'absent': our keys were gone on that member.
+   */
+  get votes(): readonly MemberVote<LockAnswer | ExtendAnswer>[] {
     return this.#votes;
   }
 
   /**
    * Aborted, with a LockLostError as reason, the moment the lock's validity runs out (a timer set
-   * to the deadline, re-armed by every extension) or an extension fails. Never aborted by
-   * release(). Pass it to the work the lock protects.
+   * to the deadline, re-armed by every extension) or an extension finds the lock lost (a quorum
+   * says the keys are ours no longer, or its quorum came after the previous deadline). An
+   * extension that only lacked answers does not abort it: the lock holds until its deadline.
+   * Never aborted by release(). Pass it to the work the lock protects.
    */
   get signal(): AbortSignal {
     if (!this.#controller) {
@@ -101,7 +105,7 @@ export class Lock implements AsyncDisposable {
     this.#context.settings.clock.clearTimer(this.#expiryTimer);
     if (!this.#controller || this.#released || this.#lost) return;
     const remaining = this.remainingMs();
-    if (remaining <= 0) return this.#lose(new LockLostError(this.resources, 'expired'));
+    if (remaining <= 0) return this.#lose(new LockLostError(this.resources, 'expired', { lostBecause: 'expired' }));
     // In the background: a lock nobody works under must not keep the process alive. Re-checked
     // when it fires, since an extension may have moved the deadline meanwhile.
     this.#expiryTimer = setBackgroundTimer(this.#context.settings.clock, () => this.#armExpiry(), remaining);
@@ -111,16 +115,18 @@ export class Lock implements AsyncDisposable {
     if (this.#released || this.#lost) return;
     this.#lost = error;
     this.#context.settings.clock.clearTimer(this.#expiryTimer);
-    this.#context.settings.logger.warn({ resources: this.resources, reason: error.reason, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'lock lost');
+    this.#context.settings.logger.warn({ resources: this.resources, reason: error.reason, lostBecause: error.lostBecause, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'lock lost');
     publish(channels.lost, () => ({ resources: this.resources, reason: error.reason }));
     this.#controller?.abort(error);
   }
 
   /**
    * Sets the keys' expiry to `ttl` ms on every member that still holds our value. Succeeds only
-   * with a quorum and positive validity, which is then recomputed from this round's start.
-   * Extends are serialized: concurrent calls run one after another. Throws LockExtendError; the
-   * previous validity stays in force when it does.
+   * when a quorum did so before the previous deadline, and validity is left; it is then counted
+   * from this round's start. Extends are serialized: concurrent calls run one after another.
+   * Throws LockExtendError: with reason 'unavailable' (too few answers) the lock stays held for
+   * remainingMs() and a later extend may succeed; with 'lost', 'lapsed' or 'late' it is lost and
+   * `signal` aborts.
    */
   extend(ttl: number): Promise<this> {
     const { settings } = this.#context;
@@ -141,37 +147,41 @@ export class Lock implements AsyncDisposable {
     // already hold the resource, and extending would hide that gap from the caller.
     if (this.remainingMs() <= 0) throw new LockExtendError(this.resources, 'expired', [], 0);
     // Once lost, always lost: the work under it was told to stop, and a later success would not
-    // undo that.
-    if (this.#lost) throw new LockExtendError(this.resources, 'lost', [], 0);
+    // undo that. Only a real loss gets here; a round that merely lacked answers is no loss.
+    if (this.#lost) throw new LockExtendError(this.resources, 'lost', [], 0, this.#lost.lostBecause);
 
-    const round = await runRound({
-      operation: 'extend',
-      members,
-      send: extendSender(this.resources, this.value, ttl),
-      counts: isLocked,
-      timeoutMs: settings.nodeTimeout,
-      waitForAll: false,
-      clock: settings.clock,
-    });
+    const result = await extendOn(members, settings, this.resources, this.value, ttl, this.#deadline);
+    const { round } = result;
     if (this.#released) throw new LockExtendError(this.resources, 'released', round.votes, round.elapsedMs);
-    // Sound even if the old deadline passed during the round: a member that still held our value
-    // when it ran the script has held it without a gap (our value is never set twice), so a
-    // quorum of 'locked' votes means no other owner could have had a quorum meanwhile.
-    const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
-    if (round.won && deadline > settings.clock.now() && !this.#lost) {
-      this.#deadline = deadline;
+    // Lost during the round (the expiry timer ran out meanwhile): a quorum decided in time would
+    // not have let the deadline pass, so this one did not count.
+    const lostMeanwhile = this.#lost as LockLostError | undefined; // TypeScript forgets the await
+    if (lostMeanwhile) throw new LockExtendError(this.resources, 'lost', round.votes, round.elapsedMs, lostMeanwhile.lostBecause);
+    // Success or not, this is the deadline that holds now. A failed round's commands may still
+    // run on members (they were sent; Redis cannot cancel them) and set our keys to expire `ttl`
+    // after: with a ttl shorter than what was left, the old deadline no longer holds. Stragglers
+    // of earlier rounds run before this round's command on the same member (Member.#call: one
+    // ordered path per connection, kept by ioredis' re-sends), so the last round's ttl is the one
+    // that stays.
+    this.#deadline = result.deadline;
+    if (result.extended) {
       this.#votes = round.votes;
       this.#armExpiry();
       settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
       publish(channels.extend, () => ({ resources: this.resources, extended: true, elapsedMs: round.elapsedMs }));
       return this;
     }
-    const outcome = failureOutcome(round.won, round.votes);
-    const reason = outcome === 'expired' ? 'late' : outcome === 'taken' ? 'lost' : 'unavailable';
-    settings.logger.warn({ resources: this.resources, reason, votes: describeVotes(round.votes) }, 'lock extension failed');
-    const error = new LockExtendError(this.resources, reason, round.votes, round.elapsedMs);
-    publish(channels.extend, () => ({ resources: this.resources, extended: false, elapsedMs: round.elapsedMs, reason }));
-    this.#lose(new LockLostError(this.resources, 'extension failed', { cause: error }));
+    const { failure: reason, lostBecause } = result;
+    settings.logger.warn({ resources: this.resources, reason, lostBecause, votes: describeVotes(round.votes), remainingMs: this.remainingMs() }, 'lock extension failed');
+    const error = new LockExtendError(this.resources, reason, round.votes, round.elapsedMs, lostBecause);
+    publish(channels.extend, () => ({ resources: this.resources, extended: false, elapsedMs: round.elapsedMs, reason, ...(lostBecause ? { lostBecause } : {}) }));
+    if (reason === 'unavailable') {
+      // Not lost: Q0 (and whoever this round reached) still holds our value until the deadline,
+      // and nobody said otherwise. The expiry timer follows the (possibly earlier) deadline.
+      this.#armExpiry();
+    } else {
+      this.#lose(new LockLostError(this.resources, 'extension failed', { cause: error, lostBecause }));
+    }
     throw error;
   }
 

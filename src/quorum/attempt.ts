@@ -56,10 +56,6 @@ function acquireSender(keys: readonly string[], request: AcquireRequest, reading
     });
 }
 
-export function extendSender(resources: readonly string[], value: string, ttl: number) {
-  return (member: Member): Promise<LockAnswer> => member.extend(resources, value, ttl).then((done) => (done === 1 ? 'locked' : 'taken'));
-}
-
 export function failureOutcome(won: boolean, votes: readonly MemberVote[]): AttemptOutcome {
   if (won) return 'expired';
   if (votes.some((vote) => vote.vote === 'taken' || vote.vote === 'queued')) return 'taken';
