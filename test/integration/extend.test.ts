@@ -164,6 +164,36 @@ describe('defect 7: an extension that fails for lack of answers does not end the
     }
   });
 
+  it("with a majority stalled for good, using() retries inside the validity, and the signal aborts only when it runs out ('expired')", async () => {
+    const redlock = new Redlock(servers.clients.slice(0, 3), { nodeTimeout: 50 });
+    const resource = fresh('majority-stalled');
+    const failures: string[] = [];
+    const listener = (message: unknown) => {
+      const event = message as { resources: string[]; extended: boolean; reason?: string };
+      if (event.resources[0] === resource && !event.extended) failures.push(event.reason ?? '');
+    };
+    subscribe(channels.extend.name, listener);
+    try {
+      let remainingAtAbort: number | undefined;
+      const outcome = redlock.using(resource, 600, async (signal, lock) => {
+        for (const index of [1, 2]) await servers.masters[index]!.pause();
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        remainingAtAbort = lock.remainingMs();
+        throw signal.reason;
+      });
+      const lost = (await outcome.catch((e: unknown) => e)) as LockLostError;
+      expect(lost).toBeInstanceOf(LockLostError);
+      // Not at the first failed round: at the deadline, after every try within it failed.
+      expect(lost.reason).toBe('expired');
+      expect(lost.lostBecause).toBe('expired');
+      expect(remainingAtAbort).toBe(0);
+      expect(failures.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(failures)).toEqual(new Set(['unavailable']));
+    } finally {
+      unsubscribe(channels.extend.name, listener);
+    }
+  });
+
   it("extend() that lacked answers leaves the lock held: the signal stays, and the next extend goes out and succeeds", async () => {
     const redlock = new Redlock(servers.clients.slice(0, 3), { nodeTimeout: 50 });
     const lock = await redlock.acquire(fresh('unavailable'), 10_000);
