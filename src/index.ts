@@ -1,7 +1,7 @@
 export { Redlock } from './redlock.js';
 export { Lock, type LockContext, type ReleaseResult } from './lock.js';
 export type { Member, MemberClient } from './member.js';
-export { LockAcquireError, LockExtendError, LockLostError, type AttemptOutcome, type AttemptRecord } from './errors.js';
+export { LockAcquireError, LockExtendError, LockLostError, type AttemptOutcome, type AttemptRecord, type ExtendFailure, type LossCause } from './errors.js';
 export { defaults, MAX_TTL_MS, minTtl, type AcquireOptions, type UsingOptions, type ArgumentError, type Settings, type Logger, type RedlockOptions } from './options.js';
 export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
 export { quorumOf } from './quorum/tally.js';

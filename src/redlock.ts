@@ -154,7 +154,8 @@ export class Redlock implements LockContext {
   /**
    * Acquires, runs `work` while keeping the lock extended, and releases when the work settles,
    * also when it throws. `work` gets the lock's signal: it aborts with a LockLostError the moment
-   * the lock's validity runs out or an extension fails; stop working when it does. Resolves with
+   * the lock's validity runs out or an extension finds the lock lost (an extension that only lacked
+   * answers is retried within the validity); stop working when it does. Resolves with
    * what `work` resolved with; rejects with its rejection, or with the LockLostError when the work
    * finished after the lock was lost (it ran partly unprotected, and the caller should know).
    */
