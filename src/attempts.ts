@@ -1,8 +1,8 @@
 /**
  * The attempt loop around attemptLock(): retries with jitter, waiting in line for a release, the
  * wait budget and the AbortSignal. Every acquire ends within its budget (plus the last rollback,
- * itself bounded by nodeTimeout): each round is cut at min(nodeTimeout, time left), and no wait
- * runs past the budget.
+ * itself bounded by nodeTimeout): no round outlives the time left (a member silent for
+ * nodeTimeout times out sooner), and no wait runs past the budget.
  *
  * Waiting: the first attempt does not join the line, so an uncontended acquire costs one script
  * call and nothing after. When it is refused, the caller subscribes to release announcements and
@@ -11,12 +11,13 @@
  * retry (retryDelay ± jitter, sooner if it is first and the holder's key expires sooner).
  */
 import pTimeout from 'p-timeout';
-import { timersOf } from './clock/index.js';
+import { driftMs, timersOf } from './clock/index.js';
 import { channels, publish } from './diagnostics.js';
 import { LockAcquireError, type AttemptRecord } from './errors.js';
 import type { Member } from './member.js';
 import type { AttemptPolicy, Settings } from './options.js';
 import { attemptLock, type AttemptResult } from './quorum/attempt.js';
+import { withRoundLimit } from './quorum/round.js';
 import { quorumOf } from './quorum/tally.js';
 import { describeVotes, type MemberVote } from './quorum/votes.js';
 import { leaseFor, lineKeys, newWaiterId, type Waiter } from './waiting/line.js';
@@ -71,7 +72,8 @@ export async function acquireWithRetries(
     for (let attempt = 1; ; attempt++) {
       policy.signal?.throwIfAborted();
       const startedMs = clock.now() - begin;
-      const timeoutMs = Math.min(settings.nodeTimeout, policy.waitTimeout - startedMs);
+      const leftMs = policy.waitTimeout - startedMs;
+      const timeoutMs = Math.min(settings.nodeTimeout, leftMs);
       // A retry with less than a whole nodeTimeout left would be cut short, and slow members
       // would read as an outage where there was only contention: stop instead.
       if (timeoutMs <= 0 || (attempt > 1 && timeoutMs < settings.nodeTimeout)) {
@@ -81,7 +83,12 @@ export async function acquireWithRetries(
       watch?.reset();
       const inLine = attempt > 1 && policy.retryCount > 0;
       joined ||= inLine;
-      const result = await attemptLock(members, settings, resources, ttl, timeoutMs, inLine ? waiter : outOfLine, policy.fencing, policy.signal);
+      // nodeTimeout is how long a member may stay silent; a member still answering our earlier
+      // calls (a burst of ours ahead of this one) is waited for up to what is left of the budget,
+      // and never past the lock's validity (a quorum after ttl - drift could only be 'expired').
+      // The budget holds: no round outlives `leftMs` (round.ts).
+      const limitMs = Math.min(leftMs, ttl - driftMs(ttl, settings.driftFactor));
+      const result = await withRoundLimit(limitMs, () => attemptLock(members, settings, resources, ttl, timeoutMs, inLine ? waiter : outOfLine, policy.fencing, policy.signal));
       if (result.won) {
         // Won: now, and only now, step out of every line (the scripts keep us in line until then).
         if (joined) leaveLine(members, resources, waiter);

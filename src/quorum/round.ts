@@ -1,14 +1,32 @@
 /**
  * One round: send one script to every member at once and count the answers as they arrive.
  *
- * All members are sent to in the same tick, so a single deadline `timeoutMs` after the start is
- * exactly a per-member timeout for each of them; one timer per round instead of one per member.
- * A member that misses the deadline is counted as 'timeout'; its command is not cancelled (Redis
+ * A member that misses its deadline is counted as 'timeout'; its command is not cancelled (Redis
  * has no way to), which is why every rollback and release goes to every member: on the same
  * connection our release is queued behind the late command and runs after it.
+ *
+ * Deadlines are about liveness only. Nothing in a round makes a lock safer or less safe by waiting
+ * longer: validity is counted from `startedAt`, read before anything was sent, and the caller
+ * checks it against the clock *after* the round (attempt.ts, lock.ts). So a round may count a
+ * reply it read late, and may wait longer for a member that is provably alive, without weakening
+ * any lock; what bounds it is the caller's budget (`limitMs`).
+ *
+ * Three things that look like an outage and are not (realities.md, "Node's event loop"):
+ * - A stall after the replies arrived (GC, a CPU burst): each loop iteration runs expired timers
+ *   before it polls for I/O, so a deadline fires before replies that already reached the socket
+ *   are read. A deadline therefore only *schedules* the decision, in a setImmediate: the poll
+ *   phase between the two reads what arrived, and those votes count.
+ * - A stall before our command was written: Member corks the socket for the tick, and the tick
+ *   may run on for a while (a busy caller, a burst of 10,000 acquires started at once). Each
+ *   member's time starts when the tick that sent the round ends, not when the round started.
+ * - A member working through a backlog of our own commands (a burst): it answers our earlier
+ *   calls one after another, and ours comes when its turn comes (so does our write: libuv writes
+ *   at most 1024 buffers per loop iteration, the rest of a big tick in later ones). With
+ *   `limitMs`, a member that answered one of our calls sent before this round's less than
+ *   `timeoutMs` ago is alive, and its deadline moves on, up to the limit. A member that answers
+ *   nothing of ours for `timeoutMs` is timed out, busy or not.
  */
-import pTimeout from 'p-timeout';
-import { type Clock, timersOf } from '../clock/index.js';
+import type { Clock } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
 import type { Member } from '../member.js';
 import { decide, quorumOf } from './tally.js';
@@ -21,7 +39,18 @@ export interface RoundSpec<Answer extends string> {
   send(member: Member, index: number): Promise<Answered<Answer>>;
   /** Whether an answer counts toward quorum. */
   counts(answer: Answer): boolean;
+  /**
+   * How long a member may stay silent: from the end of the tick that sent this round, and, with
+   * `limitMs`, from its latest answer to one of our calls sent before this round's.
+   */
   timeoutMs: number;
+  /**
+   * The most the round may last, from `startedAt`, however busy its members are: the caller's
+   * budget (what is left of the wait budget, the lock's validity). Members still answering our
+   * earlier calls when it ends are reported 'pending' (not waited for), not 'timeout'. Without
+   * it the round ends `timeoutMs` after the tick that sent it, and a backlog moves no deadline.
+   */
+  limitMs?: number | undefined;
   /**
    * false: settle the moment the outcome is known (quorum reached, or out of reach), without
    * waiting for stragglers. true: hear from every member, up to the deadline.
@@ -41,82 +70,246 @@ export interface RoundResult<Answer extends string> {
   elapsedMs: number;
 }
 
-/** Rejects with `signal.reason` if the signal aborts before the round is decided. */
-export async function runRound<Answer extends string>(spec: RoundSpec<Answer>): Promise<RoundResult<Answer>> {
-  const { members, clock } = spec;
-  const startedAt = clock.now();
-  const votes: MemberVote<Answer>[] = members.map((member) => ({ member: member.id, vote: 'pending', ms: 0 }));
-  let yesCount = 0;
-  let noCount = 0;
-  let closed = false;
+/**
+ * How far a member got through the calls rounds sent it, across all rounds (stragglers of closed
+ * rounds included): the evidence that a member with our command still pending is alive.
+ */
+interface Pace {
+  /** Our calls sent to it so far; a call's number is its place in that order. */
+  sent: number;
+  /** The number of the call whose answer was read last, and when. */
+  lastAnswered: number;
+  lastAnsweredAt: number;
+}
 
-  const snapshot = (unanswered: 'pending' | 'timeout'): RoundResult<Answer> => {
-    closed = true;
-    const elapsedMs = clock.now() - startedAt;
-    const final = votes.map((vote) => (vote.vote === 'pending' ? { ...vote, vote: unanswered, ms: unanswered === 'timeout' ? elapsedMs : 0 } : vote));
-    return { won: yesCount >= quorumOf(members.length), votes: final, yesCount, startedAt, elapsedMs };
-  };
+const paces = new WeakMap<Member, Pace>();
 
-  const decided = new Promise<RoundResult<Answer>>((resolve) => {
-    const record = (index: number, vote: MemberVote<Answer>) => {
-      if (closed) return; // a straggler after the decision changes nothing
-      votes[index] = vote;
-      publish(channels.vote, () => ({ operation: spec.operation, ...vote }));
-      if (vote.vote !== 'error' && spec.counts(vote.vote as Answer)) yesCount++;
-      else noCount++;
-      const settled = spec.waitForAll ? yesCount + noCount === members.length : decide(yesCount, noCount, members.length) !== 'open';
-      if (settled) resolve(snapshot('pending'));
-    };
-    if (members.length === 0) resolve(snapshot('pending'));
-    members.forEach((member, index) => {
-      let sent: Promise<Answered<Answer>>;
-      try {
-        sent = spec.send(member, index);
-      } catch (error) {
-        sent = Promise.reject(error);
-      }
-      sent.then(
-        (answer) => {
-          const ms = clock.now() - startedAt;
-          if (typeof answer === 'string') return record(index, { member: member.id, vote: answer, ms });
-          const vote: MemberVote<Answer> = { member: member.id, vote: answer.vote, ms };
-          if (answer.heldForMs !== undefined) vote.heldForMs = answer.heldForMs;
-          if (answer.place !== undefined) vote.place = answer.place;
-          if (answer.quarantinedForMs !== undefined) vote.quarantinedForMs = answer.quarantinedForMs;
-          if (answer.notCounting !== undefined) vote.notCounting = answer.notCounting;
-          record(index, vote);
-        },
-        (error: unknown) =>
-          record(index, {
-            member: member.id,
-            vote: 'error',
-            ms: clock.now() - startedAt,
-            error: error instanceof Error ? error : new Error(String(error)),
-          }),
-      );
-    });
-  });
-
-  // p-timeout builds a TimeoutError with a stack trace on every call, before it knows whether it
-  // will time out; with a fallback that error is never seen, and capturing its stack was ~6 % of
-  // an acquire's CPU. The error is made synchronously inside pTimeout(), so no stack for it alone.
-  const stackTraceLimit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  let deadline: Promise<RoundResult<Answer>>;
-  try {
-    deadline = pTimeout(decided, {
-      milliseconds: Math.max(0.001, spec.timeoutMs), // p-timeout rejects 0
-      fallback: () => snapshot('timeout'),
-      // The deadline runs on the injected clock, so a simulation on a ManualClock drives it too.
-      customTimers: timersOf(clock),
-      ...(spec.signal ? { signal: spec.signal } : {}),
-    });
-  } finally {
-    Error.stackTraceLimit = stackTraceLimit;
+function paceOf(member: Member): Pace {
+  let pace = paces.get(member);
+  if (!pace) {
+    pace = { sent: 0, lastAnswered: 0, lastAnsweredAt: -Infinity };
+    paces.set(member, pace);
   }
+  return pace;
+}
+
+/**
+ * When `call` last showed progress toward it: the member answered one of our calls sent before
+ * it. Calls reach a member in the order they were made (Member #call), so such an answer means the
+ * member is working through what stands ahead of ours. An answer to a later call proves nothing
+ * about ours (on a Cluster it may come from another node): no progress then.
+ */
+function progressAt(pace: Pace, call: number): number {
+  return pace.lastAnswered < call ? pace.lastAnsweredAt : -Infinity;
+}
+
+let handedLimitMs: number | undefined;
+
+/**
+ * Runs `start` with `limitMs` as the limit of the round it starts synchronously (its first
+ * runRound before any await), for a caller that cannot pass RoundSpec.limitMs itself: attempts.ts
+ * gives the acquire round its budget this way through attemptLock(), which does not take a limit
+ * (yet). A round started later, or by anything else, does not see it.
+ */
+export function withRoundLimit<T>(limitMs: number, start: () => T): T {
+  handedLimitMs = limitMs;
   try {
-    return await deadline;
+    return start();
   } finally {
-    closed = true;
+    handedLimitMs = undefined;
+  }
+}
+
+function takeHandedLimit(): number | undefined {
+  const limitMs = handedLimitMs;
+  handedLimitMs = undefined;
+  return limitMs;
+}
+
+/** Rejects with `signal.reason` if the signal aborts before the round is decided. */
+export function runRound<Answer extends string>(spec: RoundSpec<Answer>): Promise<RoundResult<Answer>> {
+  const handed = takeHandedLimit();
+  return new Round(spec, spec.limitMs ?? handed).result;
+}
+
+class Round<Answer extends string> {
+  readonly result: Promise<RoundResult<Answer>>;
+  readonly #spec: RoundSpec<Answer>;
+  readonly #limitMs: number | undefined;
+  readonly #startedAt: number;
+  readonly #votes: MemberVote<Answer>[];
+  /** Per member, the number of our call in its Pace order. */
+  readonly #calls: number[] = [];
+  #yesCount = 0;
+  #noCount = 0;
+  #closed = false;
+  /** When the tick that sent the round ended: every member's time starts there. */
+  #writtenAt: number | undefined;
+  #timer: unknown;
+  #decision: NodeJS.Immediate | undefined;
+  #resolve!: (result: RoundResult<Answer>) => void;
+  #reject!: (reason: unknown) => void;
+  readonly #onAbort = () => this.#close(() => this.#reject(this.#spec.signal!.reason ?? new DOMException('This operation was aborted.', 'AbortError')));
+
+  constructor(spec: RoundSpec<Answer>, limitMs: number | undefined) {
+    this.#spec = spec;
+    this.#limitMs = limitMs;
+    this.result = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.#startedAt = spec.clock.now();
+    this.#votes = spec.members.map((member) => ({ member: member.id, vote: 'pending', ms: 0 }));
+    spec.members.forEach((member, index) => this.#send(member, index));
+    if (spec.members.length === 0) this.#settle();
+    if (spec.signal?.aborted) this.#onAbort();
+    if (this.#closed) return;
+    spec.signal?.addEventListener('abort', this.#onAbort, { once: true });
+    // Member writes the tick's calls when the tick ends (it corks the socket until then), in a
+    // nextTick queued before this one: from here on our command is on its way.
+    process.nextTick(() => this.#sent());
+  }
+
+  #send(member: Member, index: number): void {
+    const { clock } = this.#spec;
+    const pace = paceOf(member);
+    const call = ++pace.sent;
+    this.#calls[index] = call;
+    let sent: Promise<Answered<Answer>>;
+    try {
+      sent = this.#spec.send(member, index);
+    } catch (error) {
+      sent = Promise.reject(error);
+    }
+    sent.then(
+      (answer) => {
+        // Every answer is progress, also one that comes after its round was decided.
+        pace.lastAnswered = call;
+        pace.lastAnsweredAt = clock.now();
+        this.#answered(index, member, answer);
+      },
+      (error: unknown) =>
+        this.#record(index, {
+          member: member.id,
+          vote: 'error',
+          ms: clock.now() - this.#startedAt,
+          error: error instanceof Error ? error : new Error(String(error)),
+        }),
+    );
+  }
+
+  #answered(index: number, member: Member, answer: Answered<Answer>): void {
+    const ms = this.#spec.clock.now() - this.#startedAt;
+    if (typeof answer === 'string') return this.#record(index, { member: member.id, vote: answer, ms });
+    const vote: MemberVote<Answer> = { member: member.id, vote: answer.vote, ms };
+    if (answer.heldForMs !== undefined) vote.heldForMs = answer.heldForMs;
+    if (answer.place !== undefined) vote.place = answer.place;
+    if (answer.quarantinedForMs !== undefined) vote.quarantinedForMs = answer.quarantinedForMs;
+    if (answer.notCounting !== undefined) vote.notCounting = answer.notCounting;
+    this.#record(index, vote);
+  }
+
+  #record(index: number, vote: MemberVote<Answer>): void {
+    if (this.#closed) return; // a straggler after the decision changes nothing
+    publish(channels.vote, () => ({ operation: this.#spec.operation, ...vote }));
+    this.#count(index, vote);
+    this.#settleIfDecided();
+  }
+
+  #count(index: number, vote: MemberVote<Answer>): void {
+    this.#votes[index] = vote;
+    if (vote.vote !== 'error' && vote.vote !== 'timeout' && this.#spec.counts(vote.vote as Answer)) this.#yesCount++;
+    else this.#noCount++;
+  }
+
+  #settleIfDecided(): void {
+    const { members, waitForAll } = this.#spec;
+    const settled = waitForAll ? this.#yesCount + this.#noCount === members.length : decide(this.#yesCount, this.#noCount, members.length) !== 'open';
+    if (settled) this.#settle();
+  }
+
+  /** Members still 'pending' when the round settles were not waited for. */
+  #settle(): void {
+    this.#close(() =>
+      this.#resolve({
+        won: this.#yesCount >= quorumOf(this.#spec.members.length),
+        votes: this.#votes,
+        yesCount: this.#yesCount,
+        startedAt: this.#startedAt,
+        elapsedMs: this.#spec.clock.now() - this.#startedAt,
+      }),
+    );
+  }
+
+  #close(then: () => void): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#timer !== undefined) this.#spec.clock.clearTimer(this.#timer);
+    if (this.#decision !== undefined) clearImmediate(this.#decision);
+    this.#spec.signal?.removeEventListener('abort', this.#onAbort);
+    then();
+  }
+
+  #sent(): void {
+    if (this.#closed) return;
+    this.#writtenAt = this.#spec.clock.now();
+    this.#arm();
+  }
+
+  /** The hard end: the caller's limit, or without one `timeoutMs` after the sending tick. */
+  #endAt(): number {
+    return this.#limitMs === undefined ? this.#writtenAt! + this.#spec.timeoutMs : this.#startedAt + this.#limitMs;
+  }
+
+  /** When pending member `index` will have been silent for `timeoutMs`, as far as we know now. */
+  #silentAt(index: number): number {
+    const progress = this.#limitMs === undefined ? -Infinity : progressAt(paceOf(this.#spec.members[index]!), this.#calls[index]!);
+    return Math.max(this.#writtenAt!, progress) + this.#spec.timeoutMs;
+  }
+
+  /** The next moment something may change: a pending member falls silent, or the hard end. */
+  #nextDueAt(): number {
+    let next = this.#endAt();
+    this.#votes.forEach((vote, index) => {
+      if (vote.vote === 'pending') next = Math.min(next, this.#silentAt(index));
+    });
+    return next;
+  }
+
+  /** One timer per round, at the earliest deadline of a pending member. */
+  #arm(): void {
+    const { clock } = this.#spec;
+    this.#timer = clock.setTimer(() => {
+      this.#timer = undefined;
+      const firedAt = clock.now();
+      // Not now: expired timers run before the loop polls for I/O. The poll phase between this
+      // timer and the immediate reads the replies that reached the socket in time; only then do
+      // we look at who is still silent.
+      this.#decision = setImmediate(() => this.#check(firedAt));
+    }, this.#nextDueAt() - clock.now());
+  }
+
+  /**
+   * Times out every member still pending that had been silent for `timeoutMs` when the timer
+   * fired, then settles, or waits for the next deadline. Judged at `firedAt`, not at the time of
+   * the check: a poll phase has run since firedAt, so a member silent then and still unheard now
+   * really sent nothing in time. Time the loop spends in between (other rounds' checks and
+   * rollbacks in the same check phase, in a burst) was ours, not the member's, and must not count
+   * against it.
+   */
+  #check(firedAt: number): void {
+    this.#decision = undefined;
+    if (this.#closed) return;
+    const { clock, members } = this.#spec;
+    const late = this.#votes.flatMap((vote, index) => (vote.vote === 'pending' && this.#silentAt(index) <= firedAt ? [index] : []));
+    const ms = clock.now() - this.#startedAt;
+    // All of them first, then the decision: a member that timed out is never reported as
+    // 'pending' (not waited for), so the rollback does not wait for it either.
+    for (const index of late) this.#count(index, { member: members[index]!.id, vote: 'timeout', ms });
+    // At the hard end, a member still answering our earlier calls did not time out: the caller's
+    // budget ran out first. It stays 'pending' (not waited for), and is not mistaken for an outage.
+    if (firedAt >= this.#endAt()) return this.#settle();
+    this.#settleIfDecided();
+    if (!this.#closed) this.#arm();
   }
 }
