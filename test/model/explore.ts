@@ -3,23 +3,32 @@
  * rounds, release, the quarantine, waiting in line) on a ManualClock, against fake members that
  * run the real Lua scripts (fake-redis.ts), over ioredis-shaped connections that re-send
  * unanswered commands after a reconnect (fake-client.ts). fast-check generates a Plan (members,
- * clients and their lock cycles, the delay of every message, and faults: restarts of one member
- * at a time with commands in flight, held link directions, paused members, reset connections),
- * runs it deterministically, checks the properties, and shrinks a failing plan.
+ * clients and their lock cycles, link speeds, the delay of every message, and faults: restarts
+ * of one member at a time with commands in flight, held link directions, paused members, reset
+ * connections; each armed at a time, or right after the k-th lock handout), runs it
+ * deterministically, checks the properties, and shrinks a failing plan.
  *
  * Properties, over the whole run:
  * - fencing: every token handed out (Lock.fence) is strictly greater than every token handed
- *   out before it for the resource: never reused, never lower;
+ *   out before it for the resource: never reused, never lower. Also for probes: once the run is
+ *   over and every quarantine, TTL and lease has run out, a new client locks once per quorum S
+ *   of members (from the same state each time), its commands to the others held on the wire,
+ *   i.e. a client that S answered first. Each probe is a legal continuation of the run; they
+ *   quantify the property over "which members answer first", which a run draws only once.
  * - exclusion: no two clients hold the lock at once on the (shared) monotonic clock: a lock is
  *   held from the moment acquire() resolves until release() is called or its validity ends;
  * - the run completes (every acquire and release settles) and the fake saw no command it does
  *   not implement.
+ * The members are declared brand new at the start (trustMembers(), as README tells operators);
+ * every other setting is the default but maxLockTtl (1 s, so runs wait out a quarantine in
+ * simulated seconds), and acquire()'s retryCount (3).
  *
  * Why not fc.scheduler(): it picks the next promise to resolve at random but cannot shrink its
  * choices (its shrink is empty), so a failure would come back as a long, unreadable schedule.
- * Here the interleaving is data (per-message delays and timed faults on the ManualClock): it
- * shrinks like any array, toward "every message 0.1 ms, no fault", and the same data also drives
- * the real timeouts (nodeTimeout, TTLs, the quarantine), which a promise scheduler does not.
+ * Here the interleaving is data (link speeds, per-message delays and faults on the ManualClock):
+ * it shrinks like any array, toward "every message 0.1 ms, no fault", and the same data also
+ * drives the real timeouts (nodeTimeout, TTLs, the quarantine), which a promise scheduler does
+ * not. Messages that fall due at the same instant are delivered in the order they were sent.
  */
 import fc from 'fast-check';
 import { ManualClock, Redlock, type Lock } from '../../src/index.js';

@@ -190,6 +190,7 @@ export interface FakeClientOptions {
 }
 
 const CONNECTION_CLOSED = 'Connection is closed.';
+const SUBSCRIBER_COMMANDS = new Set(['SUBSCRIBE', 'UNSUBSCRIBE', 'PSUBSCRIBE', 'PUNSUBSCRIBE', 'PING', 'QUIT']);
 
 export class FakeRedis extends EventEmitter {
   readonly options: {
@@ -216,8 +217,10 @@ export class FakeRedis extends EventEmitter {
   #retryAttempts = 0;
   #reconnectTimer: unknown;
   #manuallyClosing = false;
-  /** Channels this connection is subscribed to (re-subscribed on reconnect). */
+  /** Channels this connection is subscribed to (ioredis' condition.subscriber); none after a reconnect until subscribed again. */
   readonly #channels = new Set<string>();
+  /** The channels of the connection that closed, for autoResubscribe (ioredis' prevCondition). */
+  #resubscribe: string[] | undefined;
   readonly #scripts = new Map<string, { lua: string; sha: string; numberOfKeys: number | undefined }>();
   #duplicates = 0;
 
@@ -380,6 +383,8 @@ export class FakeRedis extends EventEmitter {
   }
 
   #send(command: Command): void {
+    // ioredis: a connection that subscribed (RESP2) takes only subscriber commands.
+    if (this.#channels.size > 0 && !command.handshake && !SUBSCRIBER_COMMANDS.has(command.name)) return command.reject(new Error('Connection in subscriber mode, only subscriber commands may be used'));
     const socket = this.#socket;
     const writable = socket !== undefined && socket.open && (this.status === 'ready' || (this.status === 'connect' && command.handshake === true));
     if (writable) return this.#write(socket, command);
@@ -442,6 +447,8 @@ export class FakeRedis extends EventEmitter {
     // ioredis' closeHandler: what was written and not answered is kept for re-sending (only a
     // ready connection's; a connection that dies during its handshake loses only the ready check).
     if (this.status === 'ready' && this.#commandQueue.length > 0) this.#prevCommandQueue = this.#commandQueue;
+    if (this.status === 'ready' && this.#resubscribe === undefined) this.#resubscribe = [...this.#channels];
+    this.#channels.clear();
     this.#commandQueue = [];
     this.#closed();
   }
@@ -500,7 +507,10 @@ export class FakeRedis extends EventEmitter {
     if (socket !== this.#socket || !socket.open) return;
     this.status = 'ready';
     this.#retryAttempts = 0;
-    if (this.options.autoResubscribe && this.#channels.size > 0) this.#send({ name: 'SUBSCRIBE', args: [...this.#channels], resolve: () => undefined, reject: () => undefined });
+    const resubscribe = this.#resubscribe;
+    this.#resubscribe = undefined;
+    // As in ioredis, nobody handles this promise (src/waiting/notifications.ts turns autoResubscribe off for that).
+    if (this.options.autoResubscribe && resubscribe && resubscribe.length > 0) void this.subscribe(...resubscribe);
     const previous = this.#prevCommandQueue;
     this.#prevCommandQueue = undefined;
     if (previous && this.options.autoResendUnfulfilledCommands) for (const command of previous) this.#write(socket, command, true);
