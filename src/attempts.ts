@@ -8,7 +8,9 @@
  * call and nothing after. When it is refused, the caller subscribes to release announcements and
  * tries again at once, this time taking its place in line by its arrival ticket. From then on it
  * sleeps until a majority of members name it first in line after a release, or until the timed
- * retry (retryDelay ± jitter, sooner if it is first and the holder's key expires sooner).
+ * retry (retryDelay ± jitter, sooner if it is first and the holder's key expires sooner). A
+ * waiter for several resources keeps its places only by turns (LineTurns), so that it cannot keep
+ * a free resource from everyone for as long as another of its resources is held.
  */
 import pTimeout from 'p-timeout';
 import { driftMs, timersOf } from './clock/index.js';
@@ -20,7 +22,7 @@ import { attemptLock, type AttemptResult } from './quorum/attempt.js';
 import { withRoundLimit } from './quorum/round.js';
 import { quorumOf } from './quorum/tally.js';
 import { describeVotes, type MemberVote } from './quorum/votes.js';
-import { leaseFor, lineKeys, newWaiterId, type Waiter } from './waiting/line.js';
+import { leaseFor, LineTurns, lineKeys, newWaiterId, type Waiter } from './waiting/line.js';
 import type { Notifications, Watch } from './waiting/notifications.js';
 
 export type Won = Extract<AttemptResult, { won: true }>;
@@ -32,13 +34,27 @@ export function retryDelayMs(policy: Pick<AttemptPolicy, 'retryDelay' | 'retryJi
 
 /**
  * When first in line on a quorum and the resource is held, the holder's keys expire within
- * heldForMs: come back then rather than a full delay later (an expired lock announces nothing).
+ * heldForMs: come back once they have on a quorum of those members, rather than a full delay
+ * later (an expired lock announces nothing). An expiry that is not known falls back to `delay`:
+ * a key held without a TTL (a user's key of the same name) never frees itself, and coming back
+ * "when it expires" would mean at once, again and again (a spin of hundreds of attempts a second
+ * per member). The script reports such a key with no heldForMs; older scripts said 0, which a
+ * real holder's key shows only in its last millisecond, so 0 counts as unknown too (costing at
+ * most one delay then).
  */
 export function nextTryMs(votes: readonly MemberVote[], delay: number): number {
+  const quorum = quorumOf(votes.length);
   const first = votes.filter((vote) => vote.place === 0);
-  if (first.length < quorumOf(votes.length)) return delay;
-  const expiries = first.map((vote) => vote.heldForMs ?? 0);
-  return Math.min(delay, Math.max(...expiries) + 1);
+  if (first.length < quorum) return delay;
+  const expiries = first.map(expiryMs).sort((a, b) => a - b);
+  // The quorum-th soonest: then a quorum of the members where we are first is free.
+  return Math.min(delay, expiries[quorum - 1]! + 1);
+}
+
+/** When a first-in-line vote's resource is free: 0 now, Infinity not known. */
+function expiryMs(vote: MemberVote): number {
+  if (vote.vote !== 'taken') return 0;
+  return vote.heldForMs === undefined || vote.heldForMs <= 0 ? Infinity : vote.heldForMs;
 }
 
 /** Gives up places in line, without waiting: a member that does not hear it drops us when our lease runs out. */
@@ -67,6 +83,8 @@ export async function acquireWithRetries(
   const outOfLine: Waiter = { ...waiter, leaseMs: 0 };
   let watch: Watch | undefined;
   let joined = false;
+  let wasInLine = false;
+  const turns = new LineTurns(resources.length, waiter.leaseMs, settings.maxLockTtl);
 
   try {
     for (let attempt = 1; ; attempt++) {
@@ -81,7 +99,11 @@ export async function acquireWithRetries(
         break;
       }
       watch?.reset();
-      const inLine = attempt > 1 && policy.retryCount > 0;
+      const inLine = attempt > 1 && policy.retryCount > 0 && turns.inLine(clock.now());
+      // A waiter for several resources whose turn in line is over steps out of every line now,
+      // so that a free resource it kept goes to whoever is next (see LineTurns).
+      if (wasInLine && !inLine) leaveLine(members, resources, waiter);
+      wasInLine = inLine;
       joined ||= inLine;
       // nodeTimeout is how long a member may stay silent; a member still answering our earlier
       // calls (a burst of ours ahead of this one) is waited for up to what is left of the budget,
@@ -111,7 +133,7 @@ export async function acquireWithRetries(
       } else {
         // A release may come at any moment: wait out the delay or what is left of the budget,
         // whichever ends first (the loop's head then sees the budget gone).
-        const delay = Math.min(nextTryMs(round.votes, retryDelayMs(policy)), budgetEnd - clock.now());
+        const delay = Math.min(nextTryMs(round.votes, retryDelayMs(policy)), budgetEnd - clock.now(), turns.msUntilChange(clock.now()));
         wait = watch.wait(delay, clock, policy.signal);
       }
       // The rollback runs alongside the wait: it goes out before the next attempt on every

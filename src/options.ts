@@ -209,10 +209,29 @@ export function checkResources(resources: unknown): string[] {
     if (typeof name !== 'string' || name.length === 0) {
       throw argumentError(TypeError, `resources[${index}]`, `must be a non-empty string, got ${show(name)}`);
     }
+    if (isReservedName(name)) {
+      throw argumentError(
+        RangeError,
+        `resources[${index}]`,
+        `must be a name outside quorumlock's own (not starting with "${RESERVED_PREFIX}", not containing ":${RESERVED_PREFIX}"): those are the member's epoch and the lines of waiters, got ${show(name)}`,
+      );
+    }
     if (seen.has(name)) throw argumentError(RangeError, `resources[${index}]`, `repeats ${JSON.stringify(name)}: each resource may appear once`);
     seen.add(name);
   });
   return [...list] as string[];
+}
+
+/**
+ * The names of quorumlock's own keys: the epoch hash (quorumlock:epoch, and one per slot on a
+ * Cluster), and each resource's line and leases (`{name}:quorumlock:line`, `name:quorumlock:line`,
+ * `{tag}:quorumlock:line:name`; see companionKey). Locking one of them would overwrite it, or wait
+ * on a key that never expires (the epoch has no TTL), retrying forever.
+ */
+const RESERVED_PREFIX = 'quorumlock:';
+
+function isReservedName(name: string): boolean {
+  return name.startsWith(RESERVED_PREFIX) || name.includes(`:${RESERVED_PREFIX}`);
 }
 
 /**

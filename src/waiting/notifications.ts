@@ -9,6 +9,15 @@
  * however long the line: the load per release stays bounded. Messages can be lost (a subscriber
  * reconnecting, a lock that expired instead of being released): the timed retry stays as the
  * fallback.
+ *
+ * The subscriber is a duplicate of the user's client, so it carries the user's options
+ * (enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect, a retryStrategy that gives
+ * up...), and it must work, and never reject a promise nobody handles, under any of them. So it
+ * sends SUBSCRIBE only on a connection that is ready, and subscribes afresh to every channel still
+ * watched each time it becomes ready, instead of ioredis' autoResubscribe, whose SUBSCRIBE promise
+ * no one can handle: when the connection drops again before it is answered, that promise rejects
+ * (MaxRetriesPerRequestError, "Stream isn't writeable...") as an unhandled rejection, which ends
+ * an application.
  */
 import type { Redis } from 'ioredis';
 import type { Clock } from '../clock/index.js';
@@ -83,12 +92,82 @@ function atLeast(count: number, promises: Promise<unknown>[]): Promise<void> {
   });
 }
 
+/** A promise to settle later, already handled: it never surfaces as an unhandled rejection. */
+function deferred(): { promise: Promise<void>; resolve(): void; reject(error: Error): void } {
+  let resolve!: () => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<void>((yes, no) => {
+    resolve = yes;
+    reject = no;
+  });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+/** One member's subscriber connection; `channels` lists what it must be subscribed to now. */
+class Subscriber {
+  /** Settles with the subscription made when the connection is next ready. */
+  #nextReady: ReturnType<typeof deferred> | undefined;
+
+  constructor(
+    readonly connection: Redis,
+    private readonly channels: () => string[],
+    private readonly onFailure: (error: Error) => void,
+  ) {
+    // Ours instead (see the top of this file). The option is read at each reconnect, so setting
+    // it here, before the connection can be ready, is in time. (duplicate({ autoResubscribe:
+    // false }) in Member.subscriber would say the same more plainly.)
+    (connection.options as { autoResubscribe?: boolean }).autoResubscribe = false;
+    connection.on('ready', () => this.#subscribeAll());
+    connection.once('end', () => this.#nextReady?.reject(new Error('the subscriber connection ended')));
+    // A lazyConnect client would otherwise never connect: we send nothing until it is ready.
+    if (connection.status === 'wait') connection.connect().catch(() => undefined);
+  }
+
+  /** Resolves once `channel` is subscribed; rejects when that cannot happen on this connection. */
+  subscribe(channel: string): Promise<unknown> {
+    const { connection } = this;
+    if (connection.status === 'end') return Promise.reject(new Error('the subscriber connection ended'));
+    // A connection that is not ready would refuse it (enableOfflineQueue: false) or queue it
+    // without bound while the member is down: the next 'ready' subscribes to it with the rest.
+    if (connection.status !== 'ready') return this.#whenReady();
+    // Ready, yet the socket may have just closed: then the next 'ready' is the way.
+    return connection.subscribe(channel).catch(() => this.#whenReady());
+  }
+
+  /** Fire and forget: a connection that is not ready leaves the channel out when it next subscribes. */
+  unsubscribe(channel: string): void {
+    if (this.connection.status === 'ready') this.connection.unsubscribe(channel).catch(() => undefined);
+  }
+
+  #whenReady(): Promise<void> {
+    this.#nextReady ??= deferred();
+    return this.#nextReady.promise;
+  }
+
+  #subscribeAll(): void {
+    const next = this.#nextReady;
+    this.#nextReady = undefined;
+    const channels = this.channels();
+    if (channels.length === 0) return next?.resolve();
+    this.connection.subscribe(...channels).then(
+      () => next?.resolve(),
+      (error: Error) => {
+        this.onFailure(error);
+        next?.reject(error);
+      },
+    );
+  }
+}
+
 export class Notifications {
   readonly #members: readonly Member[];
   readonly #logger: Logger;
-  readonly #subscribers: (Redis | undefined)[];
+  readonly #subscribers: (Subscriber | undefined)[];
   /** Per member: waiter channel → its watch. */
   readonly #watches: Map<string, Watch>[];
+  /** Per member: whether we listen for the end of the user's client already (once per member). */
+  readonly #endHeard: boolean[];
   #closed = false;
 
   constructor(members: readonly Member[], logger: Logger) {
@@ -96,6 +175,7 @@ export class Notifications {
     this.#logger = logger;
     this.#subscribers = members.map(() => undefined);
     this.#watches = members.map(() => new Map());
+    this.#endHeard = members.map(() => false);
   }
 
   /** Starts listening for the members' word that `waiterId` is first in line after a release. */
@@ -103,11 +183,11 @@ export class Notifications {
     const channel = waiterChannel(waiterId);
     const watch = new Watch(this.#members.length, () => {
       this.#watches.forEach((watches, index) => {
-        if (watches.delete(channel)) this.#subscribers[index]?.unsubscribe(channel).catch(() => undefined);
+        if (watches.delete(channel)) this.#subscribers[index]?.unsubscribe(channel);
       });
     });
     if (this.#closed) return watch; // after quit(): timed retries only
-    const subscribed = this.#members.map((member, index) => {
+    const subscribed = this.#members.map((_, index) => {
       this.#watches[index]!.set(channel, watch);
       return this.#subscriber(index).subscribe(channel);
     });
@@ -125,15 +205,29 @@ export class Notifications {
     this.#subscribers.forEach((_, index) => this.#closeSubscriber(index));
   }
 
-  #subscriber(index: number): Redis {
+  #subscriber(index: number): Subscriber {
     const existing = this.#subscribers[index];
     if (existing) return existing;
     const member = this.#members[index]!;
-    const subscriber = member.subscriber();
-    subscriber.on('error', (error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'subscriber connection error'));
-    subscriber.on('message', (channel: string) => this.#watches[index]!.get(channel)?.announce(index));
+    const watches = this.#watches[index]!;
+    const connection = member.subscriber();
+    const subscriber = new Subscriber(
+      connection,
+      () => [...watches.keys()],
+      (error) => this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries'),
+    );
+    connection.on('error', (error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'subscriber connection error'));
+    connection.on('message', (channel: string) => watches.get(channel)?.announce(index));
+    // A connection that gave up on its own (the user's retryStrategy said stop) is replaced on the
+    // next need; the new one subscribes to every channel still watched.
+    connection.once('end', () => {
+      if (this.#subscribers[index] === subscriber) this.#subscribers[index] = undefined;
+    });
     // The user quitting their client ends our duplicate too, so their process can exit.
-    member.onEnd(() => this.#closeSubscriber(index));
+    if (!this.#endHeard[index]) {
+      this.#endHeard[index] = true;
+      member.onEnd(() => this.#closeSubscriber(index));
+    }
     this.#subscribers[index] = subscriber;
     return subscriber;
   }
@@ -142,6 +236,6 @@ export class Notifications {
     const subscriber = this.#subscribers[index];
     this.#subscribers[index] = undefined;
     this.#watches[index]!.clear();
-    subscriber?.disconnect();
+    subscriber?.connection.disconnect();
   }
 }

@@ -200,6 +200,26 @@ describe('resources (checkResources)', () => {
     expectRejected(row);
   });
 
+  // quorumlock's own keys (src/waiting/line.ts, companionKey in src/slots.ts): the epoch hash has
+  // no TTL, so a waiter on it would wait forever, and locking a line or lease key would overwrite it.
+  const reserved = ['not starting with "quorumlock:"', 'not containing ":quorumlock:"'];
+  it.each<BadRow>([
+    { label: 'the epoch hash', run: () => checkResources('quorumlock:epoch'), kind: RangeError, parameter: 'resources[0]', says: [...reserved, 'got "quorumlock:epoch"'] },
+    { label: "a cluster slot's epoch hash", run: () => checkResources(['a', 'quorumlock:epoch:{0}']), kind: RangeError, parameter: 'resources[1]', says: reserved },
+    { label: 'a waiter channel', run: () => checkResources('quorumlock:waiter:x.1'), kind: RangeError, parameter: 'resources[0]', says: reserved },
+    { label: 'a line key', run: () => checkResources('{orders}:quorumlock:line'), kind: RangeError, parameter: 'resources[0]', says: [...reserved, 'got "{orders}:quorumlock:line"'] },
+    { label: 'a lease key of a tagged name', run: () => checkResources('{job-7}:a:quorumlock:leases'), kind: RangeError, parameter: 'resources[0]', says: reserved },
+    { label: "a line key borrowing its slot's tag", run: () => checkResources('{x1}:quorumlock:line:a}b'), kind: RangeError, parameter: 'resources[0]', says: reserved },
+    { label: 'anything else in the namespace', run: () => checkResources('quorumlock:'), kind: RangeError, parameter: 'resources[0]', says: reserved },
+  ])('refuses $label as a resource', (row) => {
+    expectRejected(row);
+  });
+
+  it('accepts names that only resemble the reserved ones', () => {
+    const names = ['quorumlock', 'QUORUMLOCK:epoch', 'myquorumlock:epoch', 'orders:quorumlock', 'a-quorumlock:b', '{quorumlock}'];
+    expect(checkResources(names)).toEqual(names);
+  });
+
   it('accepts one name or a list, and returns a copy', () => {
     expect(checkResources('orders:42')).toEqual(['orders:42']);
     const list = ['a', 'b', 'A'];

@@ -1,0 +1,222 @@
+/**
+ * Waiting at its edges, on real masters (issue 10, defects 8 and 9, and the subscriber):
+ * - a key without a TTL (a user's key of the same name) must not make a waiter spin, and
+ *   quorumlock's own key names are refused as resources before anything is sent;
+ * - a waiter for several resources must not keep a free one from everyone while it waits out a
+ *   long holder of another, and must still get its resources while others keep taking them;
+ * - the waiters' subscriber connection copies the user's client options: with
+ *   enableOfflineQueue: false and maxRetriesPerRequest: 0 it must still subscribe, come back
+ *   after its member restarts (also while a re-subscription is on the wire), and never leave an
+ *   unhandled rejection behind.
+ */
+import Redis from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redlock, type Lock, type RedlockOptions } from '../../src/index.js';
+import { TcpProxy } from '../chaos/proxy.js';
+import { startTestMasters, trust, type TestMasters } from './masters.js';
+import { errorOf, eventually, fresh, sleep } from './util.js';
+
+let servers: TestMasters;
+const opened: Redlock[] = [];
+
+beforeAll(async () => {
+  servers = await startTestMasters(5);
+});
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
+  await servers.resumeAll();
+  await Promise.all(servers.masters.map(async (master) => master.running || master.restart()));
+  await Promise.all(servers.clients.map((c) => c.ping()));
+  await trust(servers.clients);
+});
+afterAll(() => servers?.close());
+
+/** A client with its own connections, as another process would have. */
+function client(options: RedlockOptions = {}, clients: Redis[] = servers.connect()): Redlock {
+  const redlock = new Redlock(clients, options);
+  opened.push(redlock);
+  return redlock;
+}
+
+/** Calls of the scripts on one member, from Redis' own command statistics. */
+async function scriptCalls(member: Redis): Promise<number> {
+  const info = await member.info('commandstats');
+  let calls = 0;
+  for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
+  return calls;
+}
+
+describe('a resource that never expires (defect 8)', () => {
+  it("refuses quorumlock's own key names as resources, before anything is sent", async () => {
+    // lazyConnect clients to the real masters: any call at all would connect them.
+    const lazy = servers.masters.map((master) => new Redis({ host: master.host, port: master.port, lazyConnect: true }));
+    try {
+      const redlock = new Redlock(lazy, { retryDelay: 50 });
+      const cases: [string | string[], string][] = [
+        ['quorumlock:epoch', 'resources[0]'], // the member's epoch hash: it has no TTL
+        [['jobs', 'quorumlock:epoch'], 'resources[1]'],
+        [`{${fresh('tagged')}}:quorumlock:line`, 'resources[0]'], // another resource's line of waiters
+      ];
+      for (const [resources, parameter] of cases) {
+        for (const call of [
+          () => redlock.acquire(resources, 1_000, { waitTimeout: 1_000 }),
+          () => redlock.tryAcquire(resources, 1_000),
+          () => redlock.using(resources, 1_000, async () => 'ran'),
+        ]) {
+          const error = (await call().catch((e: unknown) => e)) as RangeError & { parameter?: string };
+          expect(error).toBeInstanceOf(RangeError);
+          expect(error.parameter).toBe(parameter);
+          expect(error.message).toMatch(/not starting with "quorumlock:", not containing ":quorumlock:"/);
+        }
+      }
+      expect(lazy.map((c) => c.status)).toEqual(Array(5).fill('wait'));
+      expect(await servers.clients[0]!.type('quorumlock:epoch')).toBe('hash'); // untouched
+    } finally {
+      for (const c of lazy) c.disconnect();
+    }
+  });
+
+  it('a waiter first in line behind a key without a TTL retries at its retry delay, not every millisecond, and gets the lock once the key goes', async () => {
+    const resource = fresh('user-key');
+    // A key of the application's own, of the same name, without an expiry.
+    await Promise.all(servers.clients.map((c) => c.set(resource, 'not a lock')));
+    const member = servers.clients[2]!;
+    const before = await scriptCalls(member);
+    const retryDelay = 100;
+    const waitTimeout = 1_500;
+    const error = await errorOf(client({ retryDelay, retryJitter: 0, retryCount: Infinity }).acquire(resource, 1_000, { waitTimeout }));
+    const calls = (await scriptCalls(member)) - before;
+    expect(error.outcome).toBe('taken');
+    // First in line on every member that answered (the round settles on a quorum), and told
+    // heldForMs 0 (PTTL -1, older scripts) or none at all.
+    const answered = error.attempts.at(-1)!.votes.filter((vote) => vote.vote !== 'pending');
+    expect(answered.length).toBeGreaterThanOrEqual(3);
+    for (const vote of answered) expect(vote).toMatchObject({ vote: 'taken', place: 0 });
+    for (const vote of answered) expect(vote.heldForMs ?? 0).toBe(0);
+    // One attempt per retry delay at most (plus the first two, which come at once). Before the
+    // fix: one every ~1 ms, hundreds in this budget.
+    const most = Math.ceil(waitTimeout / retryDelay) + 2;
+    expect(error.attempts.length).toBeLessThanOrEqual(most);
+    // On a member: each attempt's acquire and its rollback, the line leave.
+    expect(calls).toBeLessThanOrEqual(2 * most + 1);
+
+    // The timed retry is what notices the key is gone (deleting a user key announces nothing).
+    const waiting = client({ retryDelay, retryJitter: 0, retryCount: Infinity }).acquire(resource, 1_000, { waitTimeout: 5_000 });
+    await sleep(300);
+    await Promise.all(servers.clients.map((c) => c.del(resource)));
+    const lock = await waiting;
+    expect(lock.remainingMs()).toBeGreaterThan(0);
+    await lock.release();
+  });
+});
+
+describe('a waiter for several resources (defect 9)', () => {
+  it('does not keep a free resource from everyone while it waits out a long holder of another', async () => {
+    const [r1, r2] = [fresh('free-r1'), fresh('held-r2')];
+    const holder = await client().acquire(r2, 20_000); // held for the whole test
+    await eventually(async () => expect(await servers.valuesOf(r2)).toEqual(Array(5).fill(holder.value)));
+    let waiterDone = false;
+    const both = client({ retryDelay: 100, retryJitter: 0, retryCount: Infinity })
+      .acquire([r1, r2], 10_000, { waitTimeout: 10_000 })
+      .finally(() => (waiterDone = true));
+    await sleep(300); // first in r1's line and in r2's
+    // Before: r1 was kept for the waiter until its budget ran out (10 s), so this acquire, with a
+    // 3 s budget, failed as "kept for an earlier waiter" although nobody held r1.
+    const single = await client({ retryDelay: 100, retryJitter: 0, retryCount: Infinity }).acquire(r1, 10_000, { waitTimeout: 3_000 });
+    expect(waiterDone).toBe(false); // r1 came free while the waiter still waited, not after it gave up
+    await single.release();
+    await holder.release();
+    // And the waiter still gets both.
+    const lock = await both;
+    expect(lock.resources).toEqual([r1, r2]);
+    await lock.release();
+  });
+
+  it('still gets its resources while others keep taking them one at a time (its turns in line grow)', async () => {
+    const [r1, r2] = [fresh('busy-r1'), fresh('busy-r2')];
+    let stop = false;
+    // Each resource is held ~1.2 s at a time, again and again, the two out of step: one of them
+    // is nearly always held. Longer than the waiter's first turn in line (~1 s).
+    const cycle = async (resource: string, startAfterMs: number) => {
+      const redlock = client({ retryDelay: 100, retryJitter: 20 });
+      await sleep(startAfterMs);
+      while (!stop) {
+        const lock = await redlock.acquire(resource, 5_000, { waitTimeout: 20_000 }).catch(() => undefined);
+        if (!lock) continue;
+        await sleep(1_200);
+        await lock.release();
+      }
+    };
+    const workers = [cycle(r1, 0), cycle(r2, 600)];
+    await sleep(800);
+    const lock = await client({ retryDelay: 300, retryJitter: 0, retryCount: Infinity })
+      .acquire([r1, r2], 5_000, { waitTimeout: 15_000 })
+      .finally(() => (stop = true));
+    expect(lock.remainingMs()).toBeGreaterThan(0);
+    await lock.release();
+    await Promise.all(workers);
+  });
+});
+
+describe("the waiters' subscriber, on a user client with enableOfflineQueue: false and maxRetriesPerRequest: 0", () => {
+  it('subscribes, comes back after its member restarts (twice, once with the re-subscription on the wire), wakes the waiter, and leaves no unhandled rejection', async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    // Member 0 behind a proxy that can slow its link, so a restart can land while our SUBSCRIBE
+    // is still on its way.
+    const proxy = await TcpProxy.start(servers.masters[0]!);
+    const addresses = servers.masters.map((master, index) => ({ host: master.host, port: index === 0 ? proxy.port : master.port }));
+    const users = addresses.map(({ host, port }) => {
+      const redis = new Redis({ host, port, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+      redis.on('error', () => {});
+      return redis;
+    });
+    // The subscriber the Redlock duplicates from member 0's client, to see when it is ready.
+    const duplicates: Redis[] = [];
+    const duplicate = users[0]!.duplicate.bind(users[0]!);
+    users[0]!.duplicate = ((...args: Parameters<Redis['duplicate']>) => {
+      const made = duplicate(...args);
+      duplicates.push(made);
+      return made;
+    }) as Redis['duplicate'];
+    const subscribedOn = (index: number) => servers.clients[index]!.pubsub('CHANNELS', 'quorumlock:waiter:*') as Promise<string[]>;
+    try {
+      await Promise.all(users.map((c) => new Promise((resolve) => c.once('ready', resolve))));
+      const resource = fresh('subscriber');
+      const holder = await client().acquire(resource, 30_000);
+      // Held on all five (not only the quorum that answered first): after member 0 restarts
+      // empty, the release must still reach a majority of the waiter's places in line.
+      await eventually(async () => expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(holder.value)));
+      // Only a release can wake this waiter within its budget: its timed retry is 20 s away.
+      const waiting = client({ retryDelay: 20_000, retryJitter: 0 }, users).acquire(resource, 10_000, { waitTimeout: 15_000 });
+      // Subscribed on every member, including the first time (the subscriber was still
+      // connecting, and the user's client options refuse to queue). Before: never, on any.
+      await eventually(async () => {
+        for (let index = 0; index < 5; index++) expect(await subscribedOn(index)).toHaveLength(1);
+      }, 3_000);
+      const subscriber = duplicates[0]!;
+      expect(subscriber).toBeDefined();
+
+      proxy.latencyMs = 300;
+      await servers.masters[0]!.restart();
+      await new Promise((resolve) => subscriber.once('ready', resolve));
+      // The subscription after the reconnect is now crossing the slow link: restart again.
+      await servers.masters[0]!.restart();
+      proxy.latencyMs = 0;
+      await eventually(async () => expect(await subscribedOn(0)).toHaveLength(1), 10_000);
+
+      await holder.release();
+      const lock: Lock = await waiting;
+      expect(lock.remainingMs()).toBeGreaterThan(0);
+      await lock.release();
+      await sleep(50); // a rejection would surface within a few ticks
+      expect(rejections.map(String)).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+      await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
+      for (const c of users) c.disconnect();
+      await proxy.close();
+    }
+  });
+});
