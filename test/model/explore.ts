@@ -5,8 +5,8 @@
  * unanswered commands after a reconnect (fake-client.ts). fast-check generates a Plan (members,
  * clients and their lock cycles, link speeds, the delay of every message, and faults: restarts
  * of one member at a time with commands in flight, held link directions, paused members, reset
- * connections; each armed at a time, or right after the k-th lock handout), runs it
- * deterministically, checks the properties, and shrinks a failing plan.
+ * connections, failover-and-failback; each armed at a time, or right after the k-th lock
+ * handout), runs it deterministically, checks the properties, and shrinks a failing plan.
  *
  * Properties, over the whole run:
  * - fencing: every token handed out (Lock.fence) is strictly greater than every token handed
@@ -67,6 +67,13 @@ export type Fault = { after: number; at: number } & (
   | { kind: 'pause'; member: number; ms: number }
   /** Reset client `client`'s connection to `member` (it reconnects to the same process and re-sends). */
   | { kind: 'reset'; client: number; member: number }
+  /**
+   * A failover and a failback, without a restart: the member's replica copies its data now, the
+   * member is demoted `lagMs` later (writes made in between never reached the replica), and
+   * `downMs` after that it full-resyncs from the promoted replica and is promoted back: the
+   * replica's data, a new master_replid, the same run_id (issue 10, defect 2).
+   */
+  | { kind: 'failback'; member: number; lagMs: number; downMs: number }
 );
 
 export interface Plan {
@@ -133,8 +140,12 @@ function faultArbitrary(members: number, clients: number): fc.Arbitrary<Fault> {
   const hold = fc.record({ kind: fc.constant('hold' as const), client: fc.oneof(client, fc.constant(-1)), member, direction, ms: fc.integer({ min: 1, max: 600 }) });
   const pause = fc.record({ kind: fc.constant('pause' as const), member, ms: fc.integer({ min: 1, max: 500 }) });
   const reset = fc.record({ kind: fc.constant('reset' as const), client: fc.oneof(client, fc.constant(-1)), member });
+  const failback = fc.record({ kind: fc.constant('failback' as const), member, lagMs: fc.integer({ min: 0, max: 300 }), downMs: fc.integer({ min: 1, max: 400 }) });
   return fc
-    .tuple(trigger, fc.oneof({ weight: 4, arbitrary: restart }, { weight: 4, arbitrary: hold }, { weight: 1, arbitrary: pause }, { weight: 1, arbitrary: reset }))
+    .tuple(
+      trigger,
+      fc.oneof({ weight: 4, arbitrary: restart }, { weight: 4, arbitrary: hold }, { weight: 1, arbitrary: pause }, { weight: 1, arbitrary: reset }, { weight: 2, arbitrary: failback }),
+    )
     .map(([when, what]) => ({ ...when, ...what }) as Fault);
 }
 
@@ -293,7 +304,7 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
 
     // A fault's client -1 is the client that got the lock whose handout armed it (its holder).
     const clientOf = (fault: Fault) => {
-      if (fault.kind === 'pause' || fault.kind === 'restart') return 0;
+      if (fault.kind === 'pause' || fault.kind === 'restart' || fault.kind === 'failback') return 0;
       if (fault.client < 0) return fault.after >= 1 ? (handouts[fault.after - 1]?.client ?? 0) : 0;
       return fault.client % plan.clients.length;
     };
@@ -318,6 +329,21 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
         });
       } else if (fault.kind === 'hold') {
         later(fault.at, () => network.hold(client, server.port, fault.direction, Math.max(network.heldUntil(client, server.port, fault.direction), clock.now() + fault.ms)));
+      } else if (fault.kind === 'failback') {
+        later(fault.at, () => {
+          if (!server.up || server.role !== 'master') return;
+          const replica = server.snapshot();
+          later(fault.lagMs, () => {
+            if (!server.up) return;
+            server.role = 'slave';
+            later(fault.downMs, () => {
+              if (!server.up) return;
+              server.restore(replica);
+              server.failover();
+              server.role = 'master';
+            });
+          });
+        });
       } else if (fault.kind === 'pause') {
         later(fault.at, () => {
           if (!server.up || server.paused) return;
