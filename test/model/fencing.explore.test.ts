@@ -3,7 +3,8 @@
  * against fake members that run the real Lua scripts, over connections that re-send unanswered
  * commands after a reconnect as ioredis does (test/model/: fake-redis.ts, fake-client.ts,
  * explore.ts). fast-check generates plans (clients' lock cycles, link speeds, the delay of every
- * message, restarts of one member at a time with commands in flight, held links, pauses, resets),
+ * message, restarts of one member at a time with commands in flight, held links, pauses, resets,
+ * failovers and failbacks),
  * runs each deterministically and shrinks a failing one; the report replays it with a trace.
  *
  * Properties: fence tokens strictly increase in handout order (never reused, never lower), also
@@ -45,7 +46,7 @@ describe('exploration of interleavings (issue 10)', () => {
     await explore(restartInFlightArbitrary(), runs || 100);
   });
 
-  it('any plan of contention, held links, pauses, resets and restarts: tokens only increase, one holder at a time', { timeout: 180_000 }, async () => {
+  it('any plan of contention, held links, pauses, resets, restarts and failbacks: tokens only increase, one holder at a time', { timeout: 180_000 }, async () => {
     await explore(planArbitrary(), runs || 40);
   });
 
