@@ -4,8 +4,8 @@
  * commands after a reconnect as ioredis does (test/model/: fake-redis.ts, fake-client.ts,
  * explore.ts). fast-check generates plans (clients' lock cycles, link speeds, the delay of every
  * message, restarts of one member at a time with commands in flight, held links, pauses, resets,
- * failovers and failbacks),
- * runs each deterministically and shrinks a failing one; the report replays it with a trace.
+ * failovers and failbacks), runs each deterministically and shrinks a failing one; the report
+ * replays it with a trace.
  *
  * Properties: fence tokens strictly increase in handout order (never reused, never lower), also
  * for a probe client answered first by any quorum once the run is over; no two clients hold the
