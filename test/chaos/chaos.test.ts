@@ -4,8 +4,11 @@
  * while a majority is paused; each run must also show real activity and the fault it injects.
  * Without quarantine (and fencing), kill-restart must let a second client in: the hazard the
  * quarantine exists for. It does so at every restart here, so the test can demand it.
+ * The combined scenario (combined.ts) interleaves every fault kind under using() and fenced writes;
+ * npm run chaos runs it for a minute.
  */
 import { describe, expect, it } from 'vitest';
+import { runCombined } from './combined.js';
 import { runScenario, type ScenarioResult } from './scenarios.js';
 
 const safe = { quarantine: true, fencing: true };
@@ -64,4 +67,33 @@ describe('chaos (short runs)', () => {
     expect(result.acquisitions).toBeGreaterThanOrEqual(3);
     expectExclusive(result);
   }, 30_000);
+
+  it('combined: kills with commands in flight, held links, a failover and failback, pauses at extensions; fenced writes stay in order', async () => {
+    const result = await runCombined({ seconds: 10 });
+    const { faults, writes } = result;
+    const context = `seed ${result.seed}\n${result.counterexamples.join('\n\n')}`;
+    // Every kind of fault happened, never on more than a minority at once.
+    expect({ kills: faults.kills > 0, inFlight: faults.inFlightAtKill > 0, holds: faults.holds > 0, failovers: faults.failovers > 0, failbacks: faults.failbacks > 0, pauses: faults.pauses > 0 }, context).toEqual({
+      kills: true,
+      inFlight: true,
+      holds: true,
+      failovers: true,
+      failbacks: true,
+      pauses: true,
+    });
+    expect(faults.maxImpaired).toBeLessThanOrEqual(2);
+    expect(
+      { overlaps: result.overlapViolations, fenceOrder: result.fenceViolations, storeOrder: result.storeOrderViolations, staleAccepted: result.staleAccepted, refusedWhileHeld: result.refusedWhileHeld, unfenced: result.unfenced },
+      context,
+    ).toEqual({ overlaps: 0, fenceOrder: 0, storeOrder: 0, staleAccepted: 0, refusedWhileHeld: 0, unfenced: 0 });
+    // The store order was judged on every accepted write, and overrunners were turned away.
+    expect(writes.seenInStoreOrder).toBe(writes.accepted);
+    expect(writes.errors).toBe(0);
+    expect(writes.staleRefused).toBeGreaterThanOrEqual(1);
+    // Liveness, generously: locks keep coming between and during faults, and get extended.
+    expect(result.acquisitions).toBeGreaterThanOrEqual(6);
+    expect(result.extensions).toBeGreaterThanOrEqual(3);
+    expect(result.liveness.longestGapMs).toBeLessThan(8000);
+    expect(result.liveness.interFaultSpansWithAcquisition).toBeGreaterThanOrEqual(result.liveness.interFaultSpans / 3);
+  }, 60_000);
 });

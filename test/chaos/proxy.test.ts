@@ -81,3 +81,45 @@ it('leaves connections that lost nothing open when the blackhole ends', async ()
   idle.socket.write('still here');
   await until(() => idle.received() === 'still here');
 });
+
+it('hold delays one direction without losing or reordering anything; release delivers it in order', async () => {
+  const { socket, received } = await open();
+  proxy.hold('toServer');
+  for (const part of ['a', 'b', 'c']) {
+    socket.write(part);
+    await new Promise((resolve) => setTimeout(resolve, 10)); // separate chunks
+  }
+  const late = await open(); // a connection opened during the hold is held too
+  late.socket.write('z');
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(received()).toBe('');
+  expect(late.received()).toBe('');
+  proxy.release('toServer');
+  await until(() => received() === 'abc' && late.received() === 'z');
+  socket.write('d'); // and forwards as before
+  await until(() => received() === 'abcd');
+});
+
+it('a hold of the replies leaves the commands going: the server runs them, the client hears later', async () => {
+  const { socket, received } = await open();
+  proxy.hold('toClient');
+  socket.write('x');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(received()).toBe('');
+  proxy.release('toClient');
+  await until(() => received() === 'x');
+});
+
+it('retarget sends new connections elsewhere and closes the open ones', async () => {
+  const other = createServer((socket) => socket.end('other'));
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+  try {
+    const before = await open();
+    proxy.retarget({ host: '127.0.0.1', port: (other.address() as { port: number }).port });
+    await before.closed;
+    const after = await open();
+    await until(() => after.received() === 'other');
+  } finally {
+    await new Promise((resolve) => other.close(resolve));
+  }
+});
