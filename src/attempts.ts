@@ -19,7 +19,6 @@ import { LockAcquireError, type AttemptRecord } from './errors.js';
 import type { Member } from './member.js';
 import type { AttemptPolicy, Settings } from './options.js';
 import { attemptLock, type AttemptResult } from './quorum/attempt.js';
-import { withRoundLimit } from './quorum/round.js';
 import { quorumOf } from './quorum/tally.js';
 import { describeVotes, type MemberVote } from './quorum/votes.js';
 import { leaseFor, LineTurns, lineKeys, newWaiterId, type Waiter } from './waiting/line.js';
@@ -110,7 +109,7 @@ export async function acquireWithRetries(
       // and never past the lock's validity (a quorum after ttl - drift could only be 'expired').
       // The budget holds: no round outlives `leftMs` (round.ts).
       const limitMs = Math.min(leftMs, ttl - driftMs(ttl, settings.driftFactor));
-      const result = await withRoundLimit(limitMs, () => attemptLock(members, settings, resources, ttl, timeoutMs, inLine ? waiter : outOfLine, policy.fencing, policy.signal));
+      const result = await attemptLock(members, settings, resources, ttl, { timeoutMs, limitMs }, inLine ? waiter : outOfLine, policy.fencing, policy.signal);
       if (result.won) {
         // Won: now, and only now, step out of every line (the scripts keep us in line until then).
         if (joined) leaveLine(members, resources, waiter);

@@ -194,7 +194,11 @@ export class Lock implements AsyncDisposable {
     const { members, settings } = this.#context;
     this.#released = true;
     settings.clock.clearTimer(this.#expiryTimer);
-    const round = await releaseOn(members, settings, this.resources, this.value, 'quorum');
+    // A release burst (thousands of locks released at once) queues on each member: a member still
+    // answering our earlier calls is waited for while the lock would still be valid, so the
+    // release is confirmed rather than reported unconfirmed.
+    const limitMs = Math.max(settings.nodeTimeout, this.#deadline - settings.clock.now());
+    const round = await releaseOn(members, settings, this.resources, this.value, 'quorum', limitMs);
     // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
     const freed = round.won;
     if (freed) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');

@@ -109,6 +109,9 @@ function watchServer(client: Redis, id: string, logger: Logger): ServerWatch {
  */
 export type MemberClient = Redis | Cluster;
 
+/** Calls per socket write in a burst (#call). Each of our calls is 1 to 3 buffers for ioredis. */
+const CORK_BATCH = 256;
+
 export class Member {
   readonly id: string;
   /**
@@ -162,8 +165,9 @@ export class Member {
     return here;
   }
 
-  /** The socket corked for the current tick (see #call), if any. */
-  #corked: { uncork(): void } | undefined;
+  /** The socket corked for the current tick (see #call), if any, and the calls written into it. */
+  #corked: { cork(): void; uncork(): void } | undefined;
+  #corkedCalls = 0;
 
   /**
    * Sends one of our scripts. Every call takes the same path, a direct write on the client's
@@ -176,11 +180,20 @@ export class Member {
    * uncorks it, so the tick's calls share one write syscall.
    */
   #call<T>(script: keyof ScriptCommands, args: (string | number)[]): Promise<T> {
+    // libuv writes at most 1024 buffers per writev: a burst of thousands of calls in one corked
+    // tick would go out a thousand per event-loop turn. Flushing every CORK_BATCH calls keeps a
+    // burst one write per batch, all in this tick, still in call order.
+    if (this.#corked !== undefined && ++this.#corkedCalls >= CORK_BATCH) {
+      this.#corkedCalls = 0;
+      this.#corked.uncork();
+      this.#corked.cork();
+    }
     if (this.#corked === undefined && this.#canCork) {
-      const stream = (this.#client as { stream?: { cork?: () => void; uncork(): void; writable?: boolean } }).stream;
+      const stream = (this.#client as { stream?: { cork(): void; uncork(): void; writable?: boolean } }).stream;
       if (stream && typeof stream.cork === 'function' && stream.writable && this.#client.status === 'ready') {
         stream.cork();
         this.#corked = stream;
+        this.#corkedCalls = 0;
         process.nextTick(() => {
           this.#corked = undefined;
           stream.uncork();
@@ -293,7 +306,9 @@ export class Member {
 
   /** @internal A new connection with the client's options, for SUBSCRIBE; its owner must close it. */
   subscriber(): Redis {
-    return this.#client.duplicate();
+    // Re-subscribing after a reconnect is the subscriber's own job (waiting/notifications.ts), with
+    // every promise handled: ioredis' autoResubscribe leaves its SUBSCRIBE unhandled.
+    return this.#client.duplicate({ autoResubscribe: false });
   }
 
   /** @internal Calls `listener` once when the user's client has ended for good (they quit it). */

@@ -67,7 +67,8 @@ export async function attemptLock(
   settings: Settings,
   resources: readonly string[],
   ttl: number,
-  timeoutMs: number,
+  /** Per-member silence allowed, and the most the acquire round may last (RoundSpec). */
+  deadlines: { timeoutMs: number; limitMs?: number | undefined },
   waiter: Waiter,
   fencing: boolean,
   signal: AbortSignal | undefined,
@@ -79,7 +80,7 @@ export async function attemptLock(
   let round: RoundResult<LockAnswer>;
   let fence: number | undefined;
   try {
-    round = await runRound({ operation: 'acquire', members, send: acquireSender(acquireKeys(resources), request, readings), counts: isLocked, timeoutMs, waitForAll: false, clock, signal });
+    round = await runRound({ operation: 'acquire', members, send: acquireSender(acquireKeys(resources), request, readings), counts: isLocked, ...deadlines, waitForAll: false, clock, signal });
     if (round.won && fencing) fence = await fenceToken(members, settings, resources, value, readings, signal);
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.

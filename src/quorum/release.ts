@@ -27,6 +27,8 @@ export function releaseOn(
   resources: readonly string[],
   value: string,
   settle: 'quorum' | 'all',
+  /** With a limit, a member still working through a backlog of ours is waited for up to it (RoundSpec.limitMs). */
+  limitMs?: number,
 ): Promise<RoundResult<ReleaseAnswer>> {
   const keys = lineKeys(resources);
   return runRound<ReleaseAnswer>({
@@ -35,6 +37,7 @@ export function releaseOn(
     send: (member) => member.release(keys, value).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
     counts: answered,
     timeoutMs: settings.nodeTimeout,
+    limitMs,
     waitForAll: settle === 'all',
     clock: settings.clock,
   });

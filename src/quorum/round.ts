@@ -103,33 +103,9 @@ function progressAt(pace: Pace, call: number): number {
   return pace.lastAnswered < call ? pace.lastAnsweredAt : -Infinity;
 }
 
-let handedLimitMs: number | undefined;
-
-/**
- * Runs `start` with `limitMs` as the limit of the round it starts synchronously (its first
- * runRound before any await), for a caller that cannot pass RoundSpec.limitMs itself: attempts.ts
- * gives the acquire round its budget this way through attemptLock(), which does not take a limit
- * (yet). A round started later, or by anything else, does not see it.
- */
-export function withRoundLimit<T>(limitMs: number, start: () => T): T {
-  handedLimitMs = limitMs;
-  try {
-    return start();
-  } finally {
-    handedLimitMs = undefined;
-  }
-}
-
-function takeHandedLimit(): number | undefined {
-  const limitMs = handedLimitMs;
-  handedLimitMs = undefined;
-  return limitMs;
-}
-
 /** Rejects with `signal.reason` if the signal aborts before the round is decided. */
 export function runRound<Answer extends string>(spec: RoundSpec<Answer>): Promise<RoundResult<Answer>> {
-  const handed = takeHandedLimit();
-  return new Round(spec, spec.limitMs ?? handed).result;
+  return new Round(spec, spec.limitMs).result;
 }
 
 class Round<Answer extends string> {
@@ -146,6 +122,8 @@ class Round<Answer extends string> {
   /** When the tick that sent the round ended: every member's time starts there. */
   #writtenAt: number | undefined;
   #timer: unknown;
+  /** The timer fired early once and was set again for the rest (#arm). */
+  #rearmed = false;
   #decision: NodeJS.Immediate | undefined;
   #resolve!: (result: RoundResult<Answer>) => void;
   #reject!: (reason: unknown) => void;
@@ -217,8 +195,12 @@ class Round<Answer extends string> {
   }
 
   #count(index: number, vote: MemberVote<Answer>): void {
+    // A member that must not count (not a master, may evict lock keys, the same server as
+    // another member) never counts, in any round: its answer is recorded, with the reason.
+    const notCounting = this.#spec.members[index]!.notCounting;
+    if (notCounting !== undefined && vote.notCounting === undefined) vote.notCounting = notCounting;
     this.#votes[index] = vote;
-    if (vote.vote !== 'error' && vote.vote !== 'timeout' && this.#spec.counts(vote.vote as Answer)) this.#yesCount++;
+    if (vote.vote !== 'error' && vote.vote !== 'timeout' && vote.notCounting === undefined && this.#spec.counts(vote.vote as Answer)) this.#yesCount++;
     else this.#noCount++;
   }
 
@@ -279,14 +261,24 @@ class Round<Answer extends string> {
   /** One timer per round, at the earliest deadline of a pending member. */
   #arm(): void {
     const { clock } = this.#spec;
+    const dueAt = this.#nextDueAt();
     this.#timer = clock.setTimer(() => {
       this.#timer = undefined;
-      const firedAt = clock.now();
+      // Node measures timers on its loop's cached whole-ms time, so one can fire up to a
+      // millisecond before dueAt by now(): wait out the rest once. After that, the timer's word
+      // that dueAt has come stands (a caller's clock may read time from elsewhere than its
+      // timers run on, as a test's does).
+      if (clock.now() < dueAt && !this.#rearmed) {
+        this.#rearmed = true;
+        return this.#arm();
+      }
+      this.#rearmed = false;
+      const firedAt = Math.max(clock.now(), dueAt);
       // Not now: expired timers run before the loop polls for I/O. The poll phase between this
       // timer and the immediate reads the replies that reached the socket in time; only then do
       // we look at who is still silent.
       this.#decision = setImmediate(() => this.#check(firedAt));
-    }, this.#nextDueAt() - clock.now());
+    }, dueAt - clock.now());
   }
 
   /**

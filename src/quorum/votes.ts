@@ -60,7 +60,8 @@ const phrases: Record<string, string> = {
  */
 export function describeVotes(votes: readonly MemberVote<string>[], yes: string = 'locked'): string {
   const counts = new Map<string, number>();
-  for (const { vote } of votes) counts.set(vote, (counts.get(vote) ?? 0) + 1);
+  const uncounted = votes.filter((vote) => vote.notCounting !== undefined && vote.vote !== 'quarantined');
+  for (const vote of votes) if (!uncounted.includes(vote)) counts.set(vote.vote, (counts.get(vote.vote) ?? 0) + 1);
   const parts = [`${counts.get(yes) ?? 0}/${votes.length} ${phrases[yes] ?? yes}`];
   for (const [vote, phrase] of Object.entries(phrases)) {
     const count = counts.get(vote);
@@ -68,5 +69,6 @@ export function describeVotes(votes: readonly MemberVote<string>[], yes: string 
     const error = vote === 'error' ? votes.find((other) => other.error)?.error : undefined;
     parts.push(`${count} ${phrase}${error ? ` (${error.message})` : ''}`);
   }
+  if (uncounted.length > 0) parts.push(`${uncounted.length} not counting (${uncounted[0]!.notCounting})`);
   return parts.join(', ');
 }
