@@ -16,8 +16,8 @@ function run(holdings: Holding[], writes: Write[], accepted?: Recorded['accepted
   const inOrder = accepted ?? writes.filter((w) => w.accepted).sort((a, b) => a.doneAt - b.doneAt).map((w) => ({ resource: R, holding: w.holding.id, fence: w.holding.fence! }));
   return {
     seed: 1, seconds: 1, quarantine: true, ttl: 1000, maxLockTtl: 2000, clients: 2, resources: [R], t0: 0, runStart: 0, stopAt: 1000,
-    holdings, writes, accepted: inOrder, faultEvents: [], impaired: [], failedBy: {}, latencies: [], extendMessages: [],
-    counts: { kills: 0, inFlightAtKill: 0, holds: 0, heldMs: 0, failovers: 0, failbacks: 0, fullResyncs: 0, partialResyncs: 0, pauses: 0, pausedExtensions: 0, pausedExtensionsSurvived: 0, skipped: 0, maxImpaired: 0 },
+    holdings, writes, accepted: inOrder, faultEvents: [], impaired: [], failedBy: {}, failures: [], latencies: [], extendMessages: [],
+    counts: { kills: 0, inFlightAtKill: 0, holds: 0, heldMs: 0, failovers: 0, failbacks: 0, fullResyncs: 0, partialResyncs: 0, pauses: 0, pausedExtensions: 0, pausedExtensionsSurvived: 0, skipped: 0, maxImpaired: 0, longestRepairMs: 0, repairMs: 0, unrepaired: 0 },
   };
 }
 

@@ -28,6 +28,14 @@ export interface FaultCounts {
     skipped: number;
     /** Most members impaired at once (never above the minority). */
     maxImpaired: number;
+    /**
+     * After a restart or a failback, how long (ms, longest and in all) until a fenced holding
+     * counted the member again, so that its fence counter was synced: until then it stays impaired.
+     */
+    longestRepairMs: number;
+    repairMs: number;
+    /** Members still unrepaired when the run stopped (their fault was cut short). */
+    unrepaired: number;
 }
 
 export interface CombinedResult {
@@ -94,6 +102,8 @@ export interface CombinedResult {
   };
   /** Each violation with the holdings involved and the faults around it (times in ms from the start). */
   counterexamples: string[];
+  /** Every fault, holding and failed acquire, in time order (ms from the start): for reading a run. */
+  timeline: string[];
 }
 
 /** One holding, as its client saw it. Times are performance.now() readings (one process, one clock). */
@@ -159,6 +169,8 @@ export interface Recorded {
   impaired: readonly [number, number][];
   counts: FaultCounts;
   failedBy: Record<string, number>;
+  /** Each acquire that failed: when it gave up, and its outcome. */
+  failures: { at: number; client: number; resource: string; outcome: string }[];
   latencies: number[];
   extendMessages: { extended: boolean; reason?: string }[];
 }
@@ -317,5 +329,16 @@ export function analyse(run: Recorded): CombinedResult {
     unfenced,
     liveness: { longestGapMs: Math.round(longestGapMs), byImpaired, duringFault, interFaultSpans: starts.length, interFaultSpansWithAcquisition },
     counterexamples,
+    timeline: timelineOf(run, describe),
   };
+}
+
+function timelineOf(run: Recorded, describe: (h: Holding) => string): string[] {
+  const ms = (t: number) => Math.round(t - run.t0);
+  const lines: [number, string][] = [
+    ...run.faultEvents.map((f): [number, string] => [f.start, `${ms(f.start)} fault ${f.kind} on [${f.members.join(',')}] until ${ms(f.end)}: ${f.detail}`]),
+    ...run.holdings.map((h): [number, string] => [h.acquiredAt, `${ms(h.acquiredAt)} holding ${describe(h)}`]),
+    ...run.failures.map((f): [number, string] => [f.at, `${ms(f.at)} acquire failed: client ${f.client} ${f.resource} ${f.outcome}`]),
+  ];
+  return lines.sort((a, b) => a[0] - b[0]).map(([, line]) => line);
 }

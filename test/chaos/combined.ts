@@ -10,7 +10,8 @@
  * users run with, and what the library must be safe under (shared/notes/realities.md).
  *
  * Faults (never more than a minority of members impaired at once, counting a restarted or
- * promoted member as impaired until its quarantine is over, and at most two faults at a time):
+ * failed-back member as impaired until its quarantine is over and a fenced holding has counted
+ * it again, which syncs its fence counter; at most two faults at a time):
  * - kill: SIGSTOP a member (commands pile up unanswered), SIGKILL it and start it empty on the
  *   same port; ioredis re-sends the unanswered commands to the new process.
  * - hold: one member's proxy holds client→server for 100–800 ms, then delivers it all in order.
@@ -36,7 +37,7 @@ import { join } from 'node:path';
 import { channels, fencedWrite, LockAcquireError, LockLostError, Redlock } from '../../src/index.js';
 import type { Master, MasterSet } from '../harness/index.js';
 import { processBackend } from '../harness/process.js';
-import { analyse, FAULT_KINDS, type CombinedResult, type FaultCounts, type FaultEvent, type FaultKind, type Holding, type Write } from './combined-check.js';
+import { analyse, FAULT_KINDS, type CombinedResult, type FaultCounts, type FaultEvent, type FaultKind, type Holding, type Recorded, type Write } from './combined-check.js';
 import { sleep } from './faults.js';
 import { TcpProxy } from './proxy.js';
 
@@ -74,6 +75,14 @@ export interface CombinedOptions {
    * second holder when a restarted or failed-over member forgets a lock. Default true.
    */
   quarantine?: boolean;
+  /**
+   * false: a restarted or failed-back member counts as impaired only until its quarantine is
+   * over, not until its fence counter was synced again. More members can then have lost their
+   * counters at once than a minority, and fenced acquires may fail 'unfenced' from then on (the
+   * library's documented answer is restoreFencing()): for exploring that, not for the suite.
+   * Default true.
+   */
+  waitForRepair?: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -286,11 +295,12 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
     const active = new Set<Holding>();
     const writes: Write[] = [];
     const failedBy: Record<string, number> = {};
+    const failures: Recorded['failures'] = [];
     const latencies: number[] = [];
     const faultEvents: FaultEvent[] = [];
     const counts: FaultCounts = {
       kills: 0, inFlightAtKill: 0, holds: 0, heldMs: 0, failovers: 0, failbacks: 0, fullResyncs: 0, partialResyncs: 0,
-      pauses: 0, pausedExtensions: 0, pausedExtensionsSurvived: 0, skipped: 0, maxImpaired: 0,
+      pauses: 0, pausedExtensions: 0, pausedExtensionsSurvived: 0, skipped: 0, maxImpaired: 0, longestRepairMs: 0, repairMs: 0, unrepaired: 0,
     };
 
     // ---- holders --------------------------------------------------------------------------
@@ -375,6 +385,7 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
           if (!holding && stop.signal.aborted) return; // the stop cut an acquire short
           if (error instanceof LockAcquireError) {
             failedBy[error.outcome] = (failedBy[error.outcome] ?? 0) + 1;
+            failures.push({ at: performance.now(), client, resource, outcome: error.outcome });
             continue;
           }
           throw error;
@@ -391,6 +402,27 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
       return pool.length === 0 ? undefined : pool[Math.floor(rng() * pool.length)];
     };
     const event = (kind: FaultKind, members: number[], start: number, detail: string) => faultEvents.push({ kind, members, start, end: performance.now(), detail });
+
+    /**
+     * A member that lost its data (a restart) or changed lineage (a failback) has lost its fence
+     * counter: it is trusted again only once a fenced acquire that counted the member synced it
+     * (src/quorum/fence.ts). Until then it is still impaired: were a majority without a trusted
+     * counter at once, fencing would fail safe ('unfenced') until an operator's restoreFencing().
+     * Seen from outside: a fenced holding acquired from `since` on (its quarantine over) whose
+     * 'locked' votes include it.
+     */
+    async function repaired(member: number, since: number): Promise<void> {
+      if (!(options.waitForRepair ?? true)) return;
+      const counted = () => holdings.some((h) => h.acquiredAt >= since && h.fence !== undefined && h.lockedMembers.includes(member));
+      while (!counted() && !stop.signal.aborted) await sleep(20, stop.signal);
+      if (!counted()) {
+        counts.unrepaired++;
+        return;
+      }
+      const took = Math.round(performance.now() - since);
+      counts.repairMs += took;
+      counts.longestRepairMs = Math.max(counts.longestRepairMs, took);
+    }
 
     /** Reserves `members` synchronously; runs `body` and frees them after. undefined: not started. */
     function launch(kind: FaultKind, members: number[], body: () => Promise<void>): Promise<void> | undefined {
@@ -420,6 +452,7 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
           counts.inFlightAtKill += inFlight;
           event('kill', [victim], start, `${inFlight} commands in flight`);
           await sleep(MAX_LOCK_TTL + 300, stop.signal); // quarantined until then: still impaired
+          await repaired(victim, performance.now());
         });
       },
       hold() {
@@ -467,6 +500,7 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
           counts.partialResyncs += s1After.partial - s1Before.partial;
           event('failover', [PAIR], start, `S2 promoted, S1 resynced under it (${after.full - before.full ? 'full' : 'partial'}) and promoted back`);
           await sleep(MAX_LOCK_TTL + 300, stop.signal); // S1's new epoch sits out its quarantine
+          await repaired(PAIR, performance.now());
         });
       },
       pause() {
@@ -585,6 +619,7 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
       impaired: impairments.changes,
       counts,
       failedBy,
+      failures,
       latencies,
       extendMessages,
     });

@@ -1,5 +1,5 @@
 /**
- * npm run chaos [-- --seconds 120] [--scenario kill-restart|combined] [--no-quarantine] [--no-fencing] [--seed 42]
+ * npm run chaos [-- --seconds 120] [--scenario kill-restart|combined] [--no-quarantine] [--no-fencing] [--seed 42] [--no-repair-wait]
  *
  * Runs each scenario (or one) for the given seconds (default 120; the combined scenario 60)
  * against fresh members, prints Markdown tables and writes bench/results/chaos.json (the combined
@@ -7,7 +7,8 @@
  * quarantine on (the default) kill-restart runs a second time with quarantine and fencing off:
  * the unprotected baseline, where the restart hazard should show as violations. The combined
  * scenario (every fault kind interleaved, using() with fenced writes to a store) always fences;
- * --seed replays its schedule, --no-quarantine turns its quarantine off.
+ * --seed replays its schedule, --no-quarantine turns its quarantine off, --no-repair-wait lets
+ * faults hit members whose fence counter was not synced yet (see CombinedOptions.waitForRepair).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     'no-quarantine': { type: 'boolean', default: false },
     'no-fencing': { type: 'boolean', default: false },
+    'no-repair-wait': { type: 'boolean', default: false },
   },
 });
 const number = (name: string, text: string | undefined): number | undefined => {
@@ -55,8 +57,8 @@ let combined: CombinedResult | undefined;
 if (selected.includes('combined')) {
   const combinedSeconds = givenSeconds ?? 60;
   console.error(`running combined (quarantine ${options.quarantine ? 'on' : 'off'}, fencing on${seed === undefined ? '' : `, seed ${seed}`}) for ${combinedSeconds} s`);
-  combined = await runCombined({ seconds: combinedSeconds, quarantine: options.quarantine, ...(seed === undefined ? {} : { seed }) });
-  console.error(`  ${JSON.stringify({ ...combined, counterexamples: combined.counterexamples.length })}`);
+  combined = await runCombined({ seconds: combinedSeconds, quarantine: options.quarantine, waitForRepair: !values['no-repair-wait'], ...(seed === undefined ? {} : { seed }) });
+  console.error(`  ${JSON.stringify({ ...combined, counterexamples: combined.counterexamples.length, timeline: combined.timeline.length })}`);
 }
 
 const ms = (value: number) => (Number.isNaN(value) ? '–' : value.toFixed(1));
@@ -91,7 +93,7 @@ if (combined) {
   console.log(`Late writes (sent after the lock was lost) the store accepted, no higher token having reached it yet: ${c.writes.lateAccepted}, of which after a successor had acquired: ${c.writes.lateAcceptedAfterSuccessor}.`);
   console.log(`Overrunning holders ${c.overruns}; locks lost: ${entries(c.lost)}; failed extensions: ${entries(c.extensionFailures)}; failed acquires: ${entries(c.failedBy)}; acquire p50/p99 ${ms(c.p50AcquireMs)}/${ms(c.p99AcquireMs)} ms.`);
   console.log(
-    `Liveness: longest stretch without an acquisition ${c.liveness.longestGapMs} ms; acquisitions with 0/1/2 members impaired ${c.liveness.byImpaired.join('/')}; ${c.liveness.interFaultSpansWithAcquisition} of ${c.liveness.interFaultSpans} spans between fault starts saw one; most impaired at once ${f.maxImpaired}; faults not started for lack of budget ${f.skipped}.`,
+    `Liveness: longest stretch without an acquisition ${c.liveness.longestGapMs} ms; acquisitions with 0/1/2 members impaired ${c.liveness.byImpaired.join('/')}; ${c.liveness.interFaultSpansWithAcquisition} of ${c.liveness.interFaultSpans} spans between fault starts saw one; most impaired at once ${f.maxImpaired}; faults not started for lack of budget ${f.skipped}; fence counters synced again ${f.longestRepairMs} ms after a quarantine at the longest (${f.unrepaired} not yet at the stop).`,
   );
   for (const example of c.counterexamples) console.log(`\nCOUNTEREXAMPLE (seed ${c.seed}):\n${example}`);
 }
