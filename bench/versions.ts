@@ -1,10 +1,10 @@
 /**
- * npm run bench:versions -- --other <checkout> [--cycles 3000]
+ * npm run bench:versions -- --other <checkout> [--other <checkout> ...] [--cycles 3000]
  *
- * This tree's quorumlock against another checkout's (e.g. `git worktree add /tmp/old <commit>`,
+ * This tree's quorumlock against other checkouts' (e.g. `git worktree add /tmp/old <commit>`,
  * with node_modules linked in), side by side in one run on the same five local masters: each
  * version has its own clients and its own Redis db (their scripts and epoch hashes differ), and
- * cycles alternate between them so machine noise hits both alike. Measures acquire latency
+ * cycles rotate between them so machine noise hits all alike. Measures acquire latency
  * (plain and fenced) and the server time per script call (INFO commandstats), to price a change.
  */
 import Redis from 'ioredis';
@@ -14,19 +14,19 @@ import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
 import * as current from '../src/index.js';
 
-const { values } = parseArgs({ options: { other: { type: 'string' }, cycles: { type: 'string', default: '3000' } } });
-if (!values.other) throw new Error('usage: npm run bench:versions -- --other <path of another checkout>');
-const other = (await import(pathToFileURL(resolve(values.other, 'src/index.ts')).href)) as typeof current;
+const { values } = parseArgs({ options: { other: { type: 'string', multiple: true }, cycles: { type: 'string', default: '3000' } } });
+if (!values.other?.length) throw new Error('usage: npm run bench:versions -- --other <path of another checkout> ...');
+const others = await Promise.all(values.other.map(async (path) => ({ name: path, lib: (await import(pathToFileURL(resolve(path, 'src/index.ts')).href)) as typeof current })));
 const cycles = Number(values.cycles);
 
 const quantile = (samples: number[], q: number) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
 
 const set = await processBackend.start(5);
 const clientsFor = (db: number) => set.masters.map((m) => new Redis({ host: m.host, port: m.port, db }));
-const versions = [
-  { name: 'this tree', lib: current, clients: clientsFor(0) },
-  { name: values.other, lib: other, clients: clientsFor(1) },
-].map((version) => ({ ...version, redlock: new version.lib.Redlock(version.clients, { retryCount: 0 }) }));
+const versions = [{ name: 'this tree', lib: current }, ...others].map((version, db) => {
+  const clients = clientsFor(db);
+  return { ...version, clients, redlock: new version.lib.Redlock(clients, { retryCount: 0 }) };
+});
 for (const { clients, redlock } of versions) {
   await Promise.all(clients.map((c) => c.ping()));
   await redlock.trustMembers();
@@ -45,8 +45,11 @@ async function interleaved(fencing: boolean) {
   const samples = versions.map(() => [] as number[]);
   for (let i = 0; i < 200; i++) for (const version of versions) await cycle(version.redlock, fencing); // warm-up
   for (let i = 0; i < cycles; i++) {
-    const order = i % 2 === 0 ? [0, 1] : [1, 0];
-    for (const index of order) samples[index]!.push(await cycle(versions[index]!.redlock, fencing));
+    // Rotate who goes first, so none always meets another's leftovers.
+    for (let k = 0; k < versions.length; k++) {
+      const index = (i + k) % versions.length;
+      samples[index]!.push(await cycle(versions[index]!.redlock, fencing));
+    }
   }
   return samples.map((s) => ({ p50: quantile(s, 0.5), p99: quantile(s, 0.99) }));
 }
@@ -70,7 +73,8 @@ async function serverTime(index: number): Promise<number> {
 
 const plain = await interleaved(false);
 const fenced = await interleaved(true);
-const server = [await serverTime(0), await serverTime(1)];
+const server: number[] = [];
+for (let i = 0; i < versions.length; i++) server.push(await serverTime(i));
 const f = (n: number) => n.toFixed(3);
 console.log(`\n5 local masters, ${cycles} interleaved cycles per row; acquire latency in ms (release not included)\n`);
 console.log('| version | acquire p50 | p99 | fenced acquire p50 | p99 | server µs per script call (acquire and release) |');
@@ -78,6 +82,8 @@ console.log('|---|---|---|---|---|---|');
 versions.forEach((version, i) => {
   console.log(`| ${version.name} | ${f(plain[i]!.p50)} | ${f(plain[i]!.p99)} | ${f(fenced[i]!.p50)} | ${f(fenced[i]!.p99)} | ${server[i]!.toFixed(2)} |`);
 });
-console.log(`\nthis tree ÷ other: acquire p50 ${(plain[0]!.p50 / plain[1]!.p50).toFixed(2)}×, fenced p50 ${(fenced[0]!.p50 / fenced[1]!.p50).toFixed(2)}×`);
+versions.slice(1).forEach((version, i) => {
+  console.log(`this tree ÷ ${version.name}: acquire p50 ${(plain[0]!.p50 / plain[i + 1]!.p50).toFixed(2)}×, fenced p50 ${(fenced[0]!.p50 / fenced[i + 1]!.p50).toFixed(2)}×`);
+});
 for (const { clients } of versions) for (const c of clients) c.disconnect();
 await set.stop();
