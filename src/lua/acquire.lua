@@ -11,9 +11,11 @@
 -- caller last saw settled (or quarantine and fencing are both off). Otherwise, when the keys were
 -- set: {1 | 3 (quarantined), quarantine ms left, fence counter, counter trusted 1/0, epoch id}.
 -- When this server is not a plain master: {4}, and nothing is set.
--- Otherwise nothing is set and it returns {why, heldForMs, place}: why = 0 held by another owner,
--- 2 free but kept for an earlier waiter; heldForMs = the longest PTTL among held keys (-1: none
--- held, -2: held without an expiry); place = 0-based place in the longest line (-1: not in line).
+-- Otherwise nothing is set and it returns {why, heldForMs, place, epoch id}: why = 0 held by
+-- another owner, 2 free but kept for an earlier waiter; heldForMs = the longest PTTL among held
+-- keys (-1: none held, -2: held without an expiry); place = 0-based place in the longest line
+-- (-1: not in line); the epoch id ('' with quarantine and fencing off), to which a fence sync
+-- for this member can be bound.
 local n = (#KEYS - 1) / 3
 -- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
 -- and a lock could be reported that was never set.
@@ -106,10 +108,11 @@ if lease > 0 then
     place = math.max(place, redis.call('ZRANK', line, waiter))
   end
 end
+local refused = epochId or ''
 if forever then
-  return {0, -2, place}
+  return {0, -2, place, refused}
 end
 if heldFor == -1 then
-  return {2, -1, place}
+  return {2, -1, place, refused}
 end
-return {0, heldFor, place}
+return {0, heldFor, place, refused}

@@ -7,17 +7,22 @@
 --       A sync needs one; a propose may pass '' (the member was not heard in the acquire round):
 --       raising a trusted counter is safe in any epoch, as the established token is decided
 --       within the lock's validity (src/quorum/attempt.ts).
--- Returns {1 raised | 0 not raised, counter before, counter trusted 1/0}. Not raised when a lock
--- key no longer holds our value (the write must happen while we hold the lock: that is what
--- orders it before any later holder's reading), when the server's epoch is not the one named
--- (then {0, 0, 0}), when the counter is already at or above the token (then propose higher), or
--- when proposing to an untrusted member: a candidate that loses must never make a forgetful
--- member look as if it knew the latest token.
+-- Returns {1 raised | 0 not raised, counter before, counter trusted 1/0, the epoch id}. Not
+-- raised when the server's epoch is not the one named (then {0, 0, 0, ''}), when proposing and a
+-- lock key no longer holds our value (a candidate must be written while we hold the lock: that is
+-- what orders it before any later holder's reading), when the counter is already at or above the
+-- token (then propose higher), or when proposing to an untrusted member: a candidate that loses
+-- must never make a forgetful member look as if it knew the latest token.
 --
 -- Why the epoch binding makes a sync safe: a sync writes token t into epoch E, making E's
--- counter trusted. That is sound when every token issued before E began is below t. t was
--- established above every token issued before our fence round, and E answered our acquire, so
--- it began before that round. A sync that ran in any other epoch would break this: ioredis
+-- counter trusted. That is sound when every token issued before E began is below t: a counter
+-- only ever rises, and tokens issued later are written where they are issued. t was established
+-- above every token issued before it (nobody else can establish one while we hold the lock), and
+-- E named itself in a reply we read before t was established (our acquire round, or a propose
+-- counted before the fence round's decision), so it began before. A sync needs no lock key:
+-- it raises a counter to a token that is already established, whoever holds the lock now, which
+-- is how members that answered 'taken' (a waiter took over while a release was still on its way)
+-- or were not waited for are repaired too. A sync that ran in any other epoch would break this: ioredis
 -- re-sends an unanswered acquire and sync to the new process after a restart, where the acquire
 -- re-creates our key and the sync would otherwise write an old token into a new epoch that never
 -- saw the tokens issued since (issue 10, defect 1).
@@ -28,19 +33,21 @@ end
 -- #include _epoch.lua
 -- #include _fence.lua
 local epoch = KEYS[#KEYS]
-local proposed = tonumber(ARGV[2])
-for i = 1, n do
-  if redis.call('GET', KEYS[i]) ~= ARGV[1] then
-    return {0, 0, 0}
+local proposed, sync = tonumber(ARGV[2]), ARGV[3] == 'sync'
+local current = currentEpoch(epoch)
+if not current or (ARGV[4] ~= '' and current ~= ARGV[4]) or (sync and ARGV[4] == '') then
+  return {0, 0, 0, ''}
+end
+if not sync then
+  for i = 1, n do
+    if redis.call('GET', KEYS[i]) ~= ARGV[1] then
+      return {0, 0, 0, current}
+    end
   end
 end
-local current = currentEpoch(epoch)
-if not current or (ARGV[4] ~= '' and current ~= ARGV[4]) or (ARGV[3] == 'sync' and ARGV[4] == '') then
-  return {0, 0, 0}
-end
 local highest, trusted = fenceReading(epoch)
-if highest >= proposed or (trusted == 0 and ARGV[3] ~= 'sync') then
-  return {0, highest, trusted}
+if highest >= proposed or (trusted == 0 and not sync) then
+  return {0, highest, trusted, current}
 end
 redis.call('HSET', epoch, 'fence', proposed)
-return {1, highest, trusted}
+return {1, highest, trusted, current}

@@ -8,7 +8,7 @@ import { channels, publish } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
 import type { AcquireRequest, Member } from '../member.js';
 import type { Settings } from '../options.js';
-import { fenceToken, type FenceReading } from './fence.js';
+import { fenceToken, type Fence, type FenceReading } from './fence.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
 import { acquireKeys, type Waiter } from '../waiting/line.js';
@@ -45,11 +45,18 @@ export type AttemptResult =
       rollback: Promise<unknown>;
     };
 
-function acquireSender(keys: readonly string[], request: AcquireRequest, readings: FenceReading[]) {
+/** What the acquire round learns for fencing: counters where the keys were set, and every answer's epoch. */
+interface FenceView {
+  readings: FenceReading[];
+  epochs: (string | undefined)[];
+}
+
+function acquireSender(keys: readonly string[], request: AcquireRequest, view: FenceView) {
   return (member: Member, index: number): Promise<Answered<LockAnswer>> =>
     member.acquire(keys, request).then((result) => {
+      view.epochs[index] = result.epoch;
       if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place };
-      if (result.fence) readings[index] = { ...result.fence, epoch: result.epoch };
+      if (result.fence) view.readings[index] = result.fence;
       if (result.quarantinedForMs === 0) return 'locked';
       publish(channels.quarantine, () => ({ member: member.id, quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting }));
       return { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting };
@@ -76,12 +83,12 @@ export async function attemptLock(
   const { clock } = settings;
   const value = newLockValue();
   const request: AcquireRequest = { value, ttlMs: ttl, waiter, quarantineMs: settings.quarantine ? settings.maxLockTtl : 0, fencing };
-  const readings: FenceReading[] = [];
+  const view: FenceView = { readings: [], epochs: [] };
   let round: RoundResult<LockAnswer>;
-  let fence: number | undefined;
+  let fenced: Fence | undefined;
   try {
-    round = await runRound({ operation: 'acquire', members, send: acquireSender(acquireKeys(resources), request, readings), counts: isLocked, ...deadlines, waitForAll: false, clock, signal });
-    if (round.won && fencing) fence = await fenceToken(members, settings, resources, value, readings, signal);
+    round = await runRound({ operation: 'acquire', members, send: acquireSender(acquireKeys(resources), request, view), counts: isLocked, ...deadlines, waitForAll: false, clock, signal });
+    if (round.won && fencing) fenced = await fenceToken(members, settings, resources, value, view.readings, view.epochs, signal);
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.
     await rollback(members, settings, resources, value, undefined);
@@ -91,7 +98,12 @@ export async function attemptLock(
   // is gone, however the time between the decision and here was spent (the fence round included).
   const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
   const validityMs = deadline - clock.now();
-  if (round.won && validityMs > 0 && (!fencing || fence !== undefined)) return { won: true, value, round, deadline, fence };
+  const fence = fenced?.token;
+  if (round.won && validityMs > 0 && (!fencing || fence !== undefined)) {
+    // Established within the validity: now the members that did not take it may get it.
+    fenced?.sync();
+    return { won: true, value, round, deadline, fence };
+  }
   const outcome = round.won && validityMs > 0 ? 'unfenced' : failureOutcome(round.won, round.votes);
   return { won: false, outcome, round, validityMs, rollback: rollback(members, settings, resources, value, round.votes) };
 }

@@ -6,11 +6,19 @@ import type { Settings } from '../options.js';
 import { runRound } from './round.js';
 import { isLocked, type LockAnswer } from './votes.js';
 
-/**
- * What a member's acquire answer said about its fence counter, and the epoch it came from;
- * undefined where the member was not heard in the acquire round.
- */
-export type FenceReading = { highest: number; trusted: boolean; epoch: string | undefined } | undefined;
+/** What a member's acquire answer said about its fence counter; undefined where it was not read. */
+export type FenceReading = { highest: number; trusted: boolean } | undefined;
+
+/** An established token, and the sync that repairs the members that did not take it. */
+export interface Fence {
+  token: number;
+  /**
+   * Sends the token to every member whose epoch we know and that did not take it, bound to that
+   * epoch. Call it only if the token was established within the lock's validity (attempt.ts
+   * checks): the argument below needs that no one else could establish a token meanwhile.
+   */
+  sync(): void;
+}
 
 /**
  * The fencing token, one round after the lock is won: propose one more than every counter read
@@ -22,15 +30,18 @@ export type FenceReading = { highest: number; trusted: boolean; epoch: string | 
  * member m with Q. m's reading is trusted only if m kept its data since (its counter was written
  * in its current epoch) or was declared brand new, so m reads at least t, and m raises only to a
  * proposal above what it read. A member that lost its data reads untrusted, and a candidate is
- * never written to it; only an established token is (the sync after a win), after which it is
- * trusted again. Each member keeps one counter for all resources (per slot on a Cluster), so one
- * sync restores it for new resources too: fencing survives rolling restarts. Tokens can go back
- * only if a majority of members loses its data at once; then Redlock.restoreFencing() is the
- * operator's way back (README, "Fencing").
+ * never written to it; only an established token is (the sync), after which it is trusted again.
+ * Each member keeps one counter for all resources (per slot on a Cluster), so one sync restores
+ * it for new resources too: fencing survives rolling restarts. Tokens can go back only if a
+ * majority of members loses its data at once; then Redlock.restoreFencing() is the operator's way
+ * back (README, "Fencing").
  *
- * The sync goes only to members heard in this attempt's acquire round, bound to the epoch that
- * answered: see fence.lua for why a sync run in any other epoch (an ioredis re-send to a new
- * process, a delayed link) could make a forgetful member look as if it knew the latest token.
+ * The sync goes to members whose epoch named itself in a reply read before the token was
+ * established: any answer of the acquire round (locked, quarantined, taken, queued), or a propose
+ * counted before the fence round's decision. Bound to that epoch, it can only run where every
+ * token issued before the epoch began is below ours: see fence.lua for why a sync run in any
+ * other epoch (an ioredis re-send to a new process, a failover) could make a forgetful member
+ * look as if it knew the latest token.
  */
 export async function fenceToken(
   members: readonly Member[],
@@ -38,19 +49,23 @@ export async function fenceToken(
   resources: readonly string[],
   value: string,
   readings: readonly FenceReading[],
+  epochs: readonly (string | undefined)[],
   signal: AbortSignal | undefined,
-): Promise<number | undefined> {
+): Promise<Fence | undefined> {
   // `readings` has holes where members were not waited for: for...of reads them as undefined.
   let proposed = 1;
   for (const reading of readings) if (reading) proposed = Math.max(proposed, reading.highest + 1);
+  const known = [...epochs];
   for (let tries = 0; tries < 3; tries++) {
     let highest = 0;
+    const heard: (string | undefined)[] = [];
     const round = await runRound<LockAnswer>({
       operation: 'fence',
       members,
       send: (member, index) =>
-        member.fence(resources, value, proposed, 'propose', readings[index]?.epoch ?? '').then((reply) => {
+        member.fence(resources, value, proposed, 'propose', known[index] ?? '').then((reply) => {
           highest = Math.max(highest, reply.highest);
+          heard[index] = reply.epoch;
           return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
         }),
       counts: isLocked,
@@ -59,16 +74,18 @@ export async function fenceToken(
       clock: settings.clock,
       signal,
     });
+    // Epochs from propose replies counted before the decision (stragglers are not).
+    round.votes.forEach((vote, index) => {
+      if (vote.vote !== 'pending' && known[index] === undefined) known[index] = heard[index];
+    });
     if (round.won) {
-      // Established: above every token issued before. Members heard in the acquire round that
-      // did not take it (lost their counter, or were not waited for) get it now, in the epoch
-      // they answered from, which makes their counter trusted again.
       const token = proposed;
-      members.forEach((member, index) => {
-        const epoch = readings[index]?.epoch;
-        if (round.votes[index]!.vote !== 'locked' && epoch !== undefined) member.fence(resources, value, token, 'sync', epoch).catch(() => undefined);
-      });
-      return token;
+      const sync = () =>
+        members.forEach((member, index) => {
+          const epoch = known[index];
+          if (round.votes[index]!.vote !== 'locked' && epoch !== undefined) member.fence(resources, value, token, 'sync', epoch).catch(() => undefined);
+        });
+      return { token, sync };
     }
     if (highest < proposed) return undefined; // not outbid: too few members with trusted counters
     proposed = highest + 1;

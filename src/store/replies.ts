@@ -19,6 +19,8 @@ export interface Refusal {
   forever?: true;
   /** 0-based place in line; undefined when not in line. */
   place: number | undefined;
+  /** The member's epoch id (undefined with quarantine and fencing off): a fence sync can be bound to it. */
+  epoch?: string;
 }
 
 /** The keys were set on this member (or, for a non-master, nothing was set and it does not count). */
@@ -42,7 +44,7 @@ export interface Locked {
  */
 export function decodeAcquire(reply: number | unknown[], settled: string, fencing: boolean): Locked | Refusal {
   if (reply === 1) return settled === '' ? { quarantinedForMs: 0 } : { quarantinedForMs: 0, epoch: settled };
-  const [status, a, b, c, epoch] = reply as [number, number, number, number, string | undefined];
+  const [status, a, b, c, epoch] = reply as [number, number, number, number | string, string | undefined];
   if (status === 4) return { quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' };
   if (status === 1 || status === 3) {
     const locked: Locked = { quarantinedForMs: a };
@@ -52,6 +54,7 @@ export function decodeAcquire(reply: number | unknown[], settled: string, fencin
   }
   const refusal: Refusal = { why: status === 0 ? 'taken' : 'queued', heldForMs: a >= 0 ? a : undefined, place: b >= 0 ? b : undefined };
   if (a === -2) refusal.forever = true;
+  if (typeof c === 'string' && c !== '') refusal.epoch = c;
   return refusal;
 }
 
@@ -60,9 +63,11 @@ export interface FenceReply {
   /** The counter before. */
   highest: number;
   trusted: boolean;
+  /** The epoch the call ran in (undefined when it was refused for another epoch). */
+  epoch: string | undefined;
 }
 
 export function decodeFence(reply: unknown[]): FenceReply {
-  const [raised, highest, trusted] = reply as [number, number, number];
-  return { raised: raised === 1, highest, trusted: trusted === 1 };
+  const [raised, highest, trusted, epoch] = reply as [number, number, number, string | undefined];
+  return { raised: raised === 1, highest, trusted: trusted === 1, epoch: epoch ? String(epoch) : undefined };
 }
