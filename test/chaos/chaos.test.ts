@@ -86,10 +86,13 @@ describe('chaos (short runs)', () => {
       { overlaps: result.overlapViolations, fenceOrder: result.fenceViolations, storeOrder: result.storeOrderViolations, staleAccepted: result.staleAccepted, refusedWhileHeld: result.refusedWhileHeld, unfenced: result.unfenced },
       context,
     ).toEqual({ overlaps: 0, fenceOrder: 0, storeOrder: 0, staleAccepted: 0, refusedWhileHeld: 0, unfenced: 0 });
-    // The store order was judged on every accepted write, and overrunners were turned away.
+    // The store order was judged on every accepted write. Overrunners' late writes reached the
+    // store: refused once a successor had written, accepted only before any had (what fencing can
+    // and cannot stop); which of the two happens in a 10 s run is timing.
     expect(writes.seenInStoreOrder).toBe(writes.accepted);
     expect(writes.errors).toBe(0);
-    expect(writes.staleRefused).toBeGreaterThanOrEqual(1);
+    expect(writes.staleRefused + writes.lateAccepted).toBeGreaterThanOrEqual(1);
+    expect(writes.lateAcceptedAfterSuccessor).toBe(0);
     // Liveness, generously: locks keep coming between and during faults, and get extended.
     expect(result.acquisitions).toBeGreaterThanOrEqual(6);
     expect(result.extensions).toBeGreaterThanOrEqual(3);
