@@ -18,7 +18,7 @@ import { processBackend } from '../../test/harness/process.js';
 import type { MasterSet } from '../../test/harness/types.js';
 import { holdFor, overlappingPairs } from './exclusion.js';
 import { startJitterProxy, type JitterProxy } from './jitter-proxy.js';
-import { mulberry32, seedOf } from './prng.js';
+import { mulberry32, seedOf } from '../../test/harness/prng.js';
 import { runCell } from './scenario.js';
 
 const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';

@@ -8,7 +8,7 @@ import { driftMs, LockAcquireError, ManualClock, Redlock, type Lock } from '../.
 import type { Redis } from 'ioredis';
 import { runUntilIdle } from './event-loop.js';
 import { holdFor, overlappingPairs } from './exclusion.js';
-import { exponential, mulberry32, seedOf, type Rng } from './prng.js';
+import { exponential, mulberry32, seedOf, type Rng } from '../../test/harness/prng.js';
 import { SimConnection, type TraceEvent } from './sim-connection.js';
 import { SimMember } from './sim-member.js';
 

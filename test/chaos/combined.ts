@@ -40,6 +40,7 @@ import { processBackend } from '../harness/process.js';
 import { analyse, FAULT_KINDS, type CombinedResult, type FaultCounts, type FaultEvent, type FaultKind, type Holding, type Recorded, type Write } from './combined-check.js';
 import { sleep } from './faults.js';
 import { TcpProxy } from './proxy.js';
+import { mulberry32 } from '../harness/prng.js';
 
 const MEMBERS = 5;
 /** The member that is a master + replica pair (failover and failback). */
@@ -88,17 +89,8 @@ export interface CombinedOptions {
 // ---------------------------------------------------------------------------------------------
 // Seeded randomness
 
-/** mulberry32: small, fast, good enough to make a schedule reproducible from its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (test/harness/prng.ts): small, fast, good enough to make a schedule reproducible from its seed. */
+const random = mulberry32;
 
 type Rng = () => number;
 const between = (rng: Rng, min: number, max: number) => min + rng() * (max - min);

@@ -34,6 +34,7 @@ import fc from 'fast-check';
 import { ManualClock, Redlock, type Lock } from '../../src/index.js';
 import { FakeRedis, Network, type Direction, type NetEvent } from './fake-client.js';
 import { FakeRedisServer } from './fake-redis.js';
+import { mulberry32 } from '../harness/prng.js';
 
 export interface Cycle {
   /** Wait before asking for the lock. */
@@ -226,17 +227,8 @@ export function restartInFlightArbitrary(options: { members?: number[] } = {}): 
   });
 }
 
-/** Math.random for a run: mulberry32. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Math.random for a run: mulberry32 (test/harness/prng.ts). */
+const seeded = mulberry32;
 
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 

@@ -1,6 +1,7 @@
 /**
- * Seeded randomness for the drift simulation: mulberry32, seeded from a string. Nothing in the
- * simulation calls Math.random, so a cell's outcome depends only on its parameters and seed.
+ * Seeded randomness: mulberry32, seeded from a number or a string. The drift simulation, the
+ * combined chaos schedule and the interleaving exploration never call Math.random for their
+ * choices, so a run depends only on its parameters and seed.
  */
 export type Rng = () => number;
 
