@@ -15,11 +15,11 @@
 -- must never make a forgetful member look as if it knew the latest token.
 --
 -- Why the epoch binding makes a sync safe: a sync writes token t into epoch E, making E's
--- counter trusted. That is sound when every token issued before E began is below t: a counter
--- only ever rises, and tokens issued later are written where they are issued. t was established
--- above every token issued before it (nobody else can establish one while we hold the lock), and
--- E named itself in a reply we read before t was established (our acquire round, or a propose
--- counted before the fence round's decision), so it began before. A sync needs no lock key:
+-- counter trusted. That is sound when every token established before E began is at most t: a
+-- counter only ever rises, and tokens established later are written where they are established.
+-- t is above every token established before our lock, nobody else can establish one while our
+-- lock is valid, and the client syncs only while it is, to epochs that named themselves in a
+-- reply it had read (src/quorum/fence.ts): E began before. A sync needs no lock key:
 -- it raises a counter to a token that is already established, whoever holds the lock now, which
 -- is how members that answered 'taken' (a waiter took over while a release was still on its way)
 -- or were not waited for are repaired too. A sync that ran in any other epoch would break this: ioredis

@@ -14,8 +14,8 @@ export interface Fence {
   token: number;
   /**
    * Sends the token to every member whose epoch we know and that did not take it, bound to that
-   * epoch. Call it only if the token was established within the lock's validity (attempt.ts
-   * checks): the argument below needs that no one else could establish a token meanwhile.
+   * epoch. Call it only while the lock is still valid, right after checking (attempt.ts): the
+   * argument below needs that no one else can have established a token since ours.
    */
   sync(): void;
 }
@@ -36,12 +36,15 @@ export interface Fence {
  * majority of members loses its data at once; then Redlock.restoreFencing() is the operator's way
  * back (README, "Fencing").
  *
- * The sync goes to members whose epoch named itself in a reply read before the token was
- * established: any answer of the acquire round (locked, quarantined, taken, queued), or a propose
- * counted before the fence round's decision. Bound to that epoch, it can only run where every
- * token issued before the epoch began is below ours: see fence.lua for why a sync run in any
- * other epoch (an ioredis re-send to a new process, a failover) could make a forgetful member
- * look as if it knew the latest token.
+ * The sync goes to every member whose epoch named itself in any reply read so far (an acquire
+ * answer of any kind, stragglers included, or a propose answer), bound to that epoch. Why that is
+ * sound: a sync makes epoch E trust our token t, which is right if every token established before
+ * E began is at most t. Tokens established before our lock are below t (the argument above), and
+ * while our lock is valid nobody else can establish one: our keys sit on a quorum, and a propose
+ * needs its holder's key on a quorum. E named itself in a reply we read before the sync, sent
+ * while the lock is still valid, so it began before. In any other epoch the sync is refused (see
+ * fence.lua: an ioredis re-send to a new process, a failover, could otherwise make a forgetful
+ * member look as if it knew the latest token).
  */
 export async function fenceToken(
   members: readonly Member[],
@@ -55,17 +58,18 @@ export async function fenceToken(
   // `readings` has holes where members were not waited for: for...of reads them as undefined.
   let proposed = 1;
   for (const reading of readings) if (reading) proposed = Math.max(proposed, reading.highest + 1);
-  const known = [...epochs];
+  // Epochs named by propose answers (any try, stragglers included), beside the acquire round's.
+  const heard: (string | undefined)[] = [];
+  const epochOf = (index: number) => epochs[index] ?? heard[index];
   for (let tries = 0; tries < 3; tries++) {
     let highest = 0;
-    const heard: (string | undefined)[] = [];
     const round = await runRound<LockAnswer>({
       operation: 'fence',
       members,
       send: (member, index) =>
-        member.fence(resources, value, proposed, 'propose', known[index] ?? '').then((reply) => {
+        member.fence(resources, value, proposed, 'propose', epochOf(index) ?? '').then((reply) => {
           highest = Math.max(highest, reply.highest);
-          heard[index] = reply.epoch;
+          heard[index] ??= reply.epoch;
           return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
         }),
       counts: isLocked,
@@ -74,15 +78,11 @@ export async function fenceToken(
       clock: settings.clock,
       signal,
     });
-    // Epochs from propose replies counted before the decision (stragglers are not).
-    round.votes.forEach((vote, index) => {
-      if (vote.vote !== 'pending' && known[index] === undefined) known[index] = heard[index];
-    });
     if (round.won) {
       const token = proposed;
       const sync = () =>
         members.forEach((member, index) => {
-          const epoch = known[index];
+          const epoch = epochOf(index);
           if (round.votes[index]!.vote !== 'locked' && epoch !== undefined) member.fence(resources, value, token, 'sync', epoch).catch(() => undefined);
         });
       return { token, sync };

@@ -268,7 +268,9 @@ describe('operator actions and maintenance', () => {
     expect((await epochOf(servers.clients[3]!)).fence).toBeUndefined(); // untrusted: lost its counter
     await servers.clients[3]!.set(resource, 'another owner', 'PX', 5_000);
     const lock = await redlock.acquire(resource, 400, { fencing: true });
-    expect(lock.votes[3]!.vote).toBe('taken');
+    // m3 refused us ('taken', or not waited for when the round decided first), and kept the other key.
+    expect(['taken', 'pending']).toContain(lock.votes[3]!.vote);
+    expect(await servers.clients[3]!.get(resource)).toBe('another owner');
     await sleep(20); // the sync is sent after the lock is won, without waiting
     await drained(servers.clients[3]!);
     expect(Number((await epochOf(servers.clients[3]!)).fence)).toBe(lock.fence);
