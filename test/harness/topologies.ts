@@ -165,7 +165,8 @@ function createCluster(nodes: Master[], replicasPerMaster: number): Promise<void
       clearTimeout(timer);
       reject(error);
     });
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': the process may exit before its last output was read.
+    child.once('close', (code, signal) => {
       clearTimeout(timer);
       // redis-cli exits 0 even on some errors, so check what it printed too.
       if (code === 0 && output.includes('[OK] All 16384 slots covered')) resolve();
