@@ -37,7 +37,7 @@ export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
           }
         };
         child.stdout!.on('data', check);
-        child.once('exit', () => reject(new Error(`exited before printing ${text}: ${result.stdout}\n${result.stderr}`)));
+        child.once('close', () => reject(new Error(`exited before printing ${text}: ${result.stdout}\n${result.stderr}`)));
         check();
       });
     },
