@@ -63,6 +63,9 @@ function slotsText(slots: NonNullable<EpochState['slots']>): string {
 const reach = (probe: MemberProbe) => (probe.reachable ? (probe.error ? `error: ${probe.error}` : 'yes') : `no: ${probe.error ?? 'unreachable'}`);
 const latency = (probe: MemberProbe) => (probe.latencyMs === undefined ? '-' : `${probe.latencyMs.toFixed(2)} ms`);
 
+/** The role, and why a member that answers would still not count (it may evict lock keys). */
+const roleText = (p: MemberProbe) => (p.notCounting === undefined || p.role !== 'master' ? (p.role ?? '-') : `${p.role}, ${p.notCounting}`);
+
 export async function status(resource: string, options: InspectOptions): Promise<number> {
   const probes = await probeAll(options, { resource });
   const quorum = quorumOf(probes.length);
@@ -76,7 +79,7 @@ export async function status(resource: string, options: InspectOptions): Promise
     const rows = probes.map((p) => [
       p.member,
       reach(p),
-      p.role ?? '-',
+      roleText(p),
       latency(p),
       p.lock ? (p.lock.held ? 'held' : 'free') : '-',
       p.lock?.held && p.lock.pttlMs !== undefined ? (p.lock.pttlMs < 0 ? 'no ttl' : formatMs(p.lock.pttlMs)) : '-',
@@ -102,7 +105,7 @@ export async function members(options: InspectOptions): Promise<number> {
   if (options.json) {
     options.out(JSON.stringify({ quorum, healthy: healthyCount, trusted: usable, ok, members: probes.map((p) => ({ ...p, healthy: healthy(p) })) }) + '\n');
   } else {
-    const rows = probes.map((p) => [p.member, healthy(p) ? 'healthy' : 'UNHEALTHY', reach(p), p.role ?? '-', latency(p), p.version ?? '-', epochText(p)]);
+    const rows = probes.map((p) => [p.member, healthy(p) ? 'healthy' : 'UNHEALTHY', reach(p), roleText(p), latency(p), p.version ?? '-', epochText(p)]);
     options.out(table(['member', 'health', 'reachable', 'role', 'latency', 'version', 'quarantine'], rows));
     options.out(`${healthyCount} of ${probes.length} healthy masters, quorum ${quorum}: ${ok ? 'OK' : 'NOT ENOUGH'}\n`);
     if (ok && usable < quorum) {
@@ -115,7 +118,12 @@ export async function members(options: InspectOptions): Promise<number> {
 /** trust on a cluster sends one script per slot, 16384 at once: the last are answered long after they were sent. */
 const CLUSTER_TRUST_TIMEOUT_MS = 10_000;
 
-export async function trust(options: InspectOptions): Promise<number> {
+/**
+ * `trust`: redlock.trustMembers() on each member. `restore-fencing --floor N` (with `floor`):
+ * redlock.restoreFencing(N) on each, the operator's way back after a majority lost its fence
+ * counters at once.
+ */
+export async function trust(options: InspectOptions, floor?: number): Promise<number> {
   const timeouts = (member: MemberUrl) => ({
     commandTimeoutMs: member.topology?.kind === 'cluster' ? Math.max(options.timeoutMs, CLUSTER_TRUST_TIMEOUT_MS) : options.timeoutMs,
     connectTimeoutMs: options.timeoutMs,
@@ -132,7 +140,10 @@ export async function trust(options: InspectOptions): Promise<number> {
       redlocks.map((redlock, index) => {
         if (connected.clients[index]!.status !== 'ready') return failed(index, new Error(`not connected within ${2 * options.timeoutMs} ms`));
         const deadlineMs = timeouts(options.members[index]!).commandTimeoutMs + options.timeoutMs;
-        return within(redlock.trustMembers(), deadlineMs, 'trust').then(
+        type Outcome = { trusted: boolean; quarantineLeftMs?: number | undefined; counter?: number | undefined; error?: Error | undefined };
+        const action: Promise<Outcome[]> =
+          floor === undefined ? redlock.trustMembers() : redlock.restoreFencing(floor).then((restored) => restored.map(({ restored: trusted, counter, error }) => ({ trusted, counter, error })));
+        return within(action, deadlineMs, floor === undefined ? 'trust' : 'restore-fencing').then(
           ([result]) => (result!.error ? failed(index, result!.error) : result!),
           (error: Error) => failed(index, error),
         );
@@ -141,14 +152,19 @@ export async function trust(options: InspectOptions): Promise<number> {
     const named = results.map((result, index) => ({
       member: options.members[index]!.name,
       trusted: result.trusted,
-      ...(result.quarantineLeftMs === undefined ? {} : { quarantineLeftMs: result.quarantineLeftMs }),
+      ...('quarantineLeftMs' in result && result.quarantineLeftMs !== undefined ? { quarantineLeftMs: result.quarantineLeftMs } : {}),
+      ...('counter' in result && result.counter !== undefined ? { fenceCounter: result.counter } : {}),
       ...(result.error ? { error: result.error.message } : {}),
     }));
     if (options.json) {
       options.out(JSON.stringify({ members: named }) + '\n');
     } else {
-      const rows = named.map((r) => [r.member, r.trusted ? 'trusted' : `FAILED: ${r.error ?? 'unknown error'}`, r.quarantineLeftMs ? `ended ${formatMs(r.quarantineLeftMs)} early` : '-']);
-      options.out(table(['member', 'result', 'quarantine'], rows));
+      const outcome = (r: (typeof named)[number]) => (r.trusted ? (floor === undefined ? 'trusted' : 'restored') : `FAILED: ${r.error ?? 'unknown error'}`);
+      if (floor === undefined) {
+        options.out(table(['member', 'result', 'quarantine'], named.map((r) => [r.member, outcome(r), r.quarantineLeftMs ? `ended ${formatMs(r.quarantineLeftMs)} early` : '-'])));
+      } else {
+        options.out(table(['member', 'result', 'fence counter'], named.map((r) => [r.member, outcome(r), r.fenceCounter === undefined ? '-' : String(r.fenceCounter)])));
+      }
     }
     return named.every((r) => r.trusted) ? EXIT.ok : EXIT.unavailable;
   } finally {

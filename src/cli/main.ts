@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The quorumlock CLI: `run`, `status`, `members`, `trust`. Exit codes in usage.ts (--help).
+ * The quorumlock CLI: `run`, `status`, `members`, `trust`, `restore-fencing`. Exit codes in usage.ts (--help).
  * Parses process.argv, runs one command, closes every connection and exits with its code.
  */
 import { realpathSync } from 'node:fs';
@@ -22,7 +22,7 @@ const common = {
   'max-lock-ttl': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
-const inspectOptions = { ...common, timeout: { type: 'string' } } as const satisfies ParseArgsConfig['options'];
+const inspectOptions = { ...common, timeout: { type: 'string' }, floor: { type: 'string' } } as const satisfies ParseArgsConfig['options'];
 
 const runOptions = {
   ...common,
@@ -48,7 +48,7 @@ function required(value: string | undefined, flag: string, command: string): str
   return value;
 }
 
-async function inspectCommand(command: 'status' | 'members' | 'trust', args: string[], out: (text: string) => void): Promise<number> {
+async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore-fencing', args: string[], out: (text: string) => void): Promise<number> {
   const { values, positionals } = parse(args, inspectOptions, command);
   if (values.help) return out(USAGE), EXIT.ok;
   const options: InspectOptions = {
@@ -63,6 +63,12 @@ async function inspectCommand(command: 'status' | 'members' | 'trust', args: str
     return statusCommand(positionals[0]!, options);
   }
   if (positionals.length > 0) throw new UsageError(`${command}: unexpected argument "${positionals[0]}"`);
+  if (command === 'restore-fencing') {
+    const floor = Number(required(values.floor, '--floor', command));
+    if (!Number.isSafeInteger(floor) || floor < 1) throw new UsageError(`restore-fencing: --floor must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}, got ${values.floor}`, '--floor');
+    return trustCommand(options, floor);
+  }
+  if (values.floor !== undefined) throw new UsageError(`${command}: --floor is for restore-fencing only`, '--floor');
   return command === 'members' ? membersCommand(options) : trustCommand(options);
 }
 
@@ -113,9 +119,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'status':
       case 'members':
       case 'trust':
+      case 'restore-fencing':
         return await inspectCommand(command, rest, out);
       default:
-        throw new UsageError(`unknown command "${command}": expected run, status, members or trust (quorumlock --help)`);
+        throw new UsageError(`unknown command "${command}": expected run, status, members, trust or restore-fencing (quorumlock --help)`);
     }
   } catch (error) {
     if (error instanceof UsageError) {

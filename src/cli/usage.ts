@@ -5,6 +5,7 @@ Usage:
   quorumlock status <resource> [--json]
   quorumlock members [--json]
   quorumlock trust
+  quorumlock restore-fencing --floor <token>
   quorumlock --help
 
 Every command takes --members (or the environment variable QUORUMLOCK_MEMBERS): comma-separated
@@ -47,7 +48,13 @@ trust: declares the members brand new and trusted (redlock.trustMembers()). Bran
   Run it ONCE for a new deployment. NEVER for members that restarted empty or were flushed while
   locks may have been held: that is exactly the hazard the quarantine protects against. On a
   cluster it writes the epoch of each of the 16384 slots (its commands get at least 10s).
-  status, members and trust also take --timeout <duration> (per command, default 1s) and --json.
+restore-fencing --floor <token>: after a majority of members lost their data at once, fenced
+  locks fail ('unfenced') until an operator names a floor at or above every fencing token ever
+  issued, e.g. the highest token the protected resources accepted (redlock.restoreFencing()). Every
+  member's fence counter becomes at least <token>, so the next token is above it. It does not end
+  a quarantine.
+  status, members, trust and restore-fencing also take --timeout <duration> (per command, default
+  1s) and --json.
 
 Durations: 500ms, 30s, 1.5s, 2m, 1h, or plain milliseconds.
 

@@ -287,3 +287,25 @@ describe('trust and the restart quarantine', () => {
     expect(ran.stdout).toContain('ran');
   });
 });
+
+describe('restore-fencing', () => {
+  it('raises every fence counter to the floor, so the next fenced run gets a token above it; refuses a missing or bad floor', async () => {
+    const missing = await cli(['restore-fencing', '--members', members]).done;
+    expect(missing.code).toBe(64);
+    expect(missing.stderr).toMatch(/--floor is required/);
+    const bad = await cli(['restore-fencing', '--floor', '0', '--members', members]).done;
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toMatch(/--floor must be an integer from 1/);
+    expect((await cli(['members', '--floor', '5', '--members', members]).done).code).toBe(64);
+
+    const restored = await cli(['restore-fencing', '--floor', '5000', '--members', members, '--json']).done;
+    expect(restored.code).toBe(0);
+    const parsed = JSON.parse(restored.stdout) as { members: { trusted: boolean; fenceCounter: number }[] };
+    for (const member of parsed.members) expect(member).toMatchObject({ trusted: true, fenceCounter: expect.any(Number) });
+    for (const member of parsed.members) expect(member.fenceCounter).toBeGreaterThanOrEqual(5000);
+
+    const ran = await cli(['run', '--fencing', '--members', members, '--resource', 'fenced-after-restore', '--ttl', '2s', ...nodeCommand('console.log("fence=" + process.env.QUORUMLOCK_FENCE)')]).done;
+    expect(ran.code).toBe(0);
+    expect(Number(/fence=(\d+)/.exec(ran.stdout)![1])).toBeGreaterThan(5000);
+  });
+});
