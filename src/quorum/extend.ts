@@ -18,6 +18,12 @@
  * expired, another owner came and went) and sets our value again. An extend that then finds it
  * proves nothing about the gap. So a quorum reached at or after D loses the lock ('lapsed').
  *
+ * Why an extend is not bound to the epoch its acquire was answered from (a fence sync is): a
+ * member whose data was lost and whose key a re-sent acquire re-created (a new, quarantined epoch)
+ * may count here, and that is sound. Before D no one else can hold the lock, so its key there
+ * is ours by then too, and any later acquirer needs a quorum of members free of our keys, which
+ * shares a member with Q1 that keeps our key to D' (or, having lost it, is quarantined for them).
+ *
  * "Reached" is the moment the quorum-th 'locked' answer was read (its vote's `ms` from the
  * round's start, on the same monotonic clock), not when the caller got around to looking:
  * the member ran the script before its reply was read, so that moment is a safe upper bound, and
