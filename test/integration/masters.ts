@@ -12,6 +12,11 @@ export interface TestMasters {
   valuesOf(key: string): Promise<(string | null)[]>;
   /** Resumes every master and waits until each has run what was queued for it. */
   resumeAll(): Promise<void>;
+  /**
+   * Between tests that pause, kill or restart masters: every master running and resumed, the
+   * clients reconnected, and the members trusted again (a restart started a new epoch).
+   */
+  heal(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -53,6 +58,12 @@ export async function startTestMasters(count: number, options?: StartOptions): P
       // A PING travels behind everything queued on the same connection: when it returns,
       // the member has run the late commands too.
       await Promise.all(clients.map((c) => c.ping()));
+    },
+    async heal() {
+      await Promise.all(set.masters.map((master) => master.resume()));
+      await Promise.all(set.masters.map(async (master) => master.running || master.restart()));
+      await Promise.all(clients.map((c) => c.ping()));
+      await trust(clients);
     },
     async close() {
       for (const c of opened) c.disconnect();

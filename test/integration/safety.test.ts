@@ -18,10 +18,7 @@ beforeAll(async () => {
   servers = await startTestMasters(5);
 });
 afterEach(async () => {
-  await servers.resumeAll();
-  await Promise.all(servers.masters.map(async (master) => master.running || master.restart()));
-  await Promise.all(servers.clients.map((c) => c.ping()));
-  await trust(servers.clients);
+  await servers.heal();
 });
 afterAll(() => servers?.close());
 

@@ -1,4 +1,5 @@
 /** Small helpers shared by the integration tests. */
+import type Redis from 'ioredis';
 import { expect } from 'vitest';
 import { LockAcquireError } from '../../src/index.js';
 
@@ -29,4 +30,12 @@ export async function eventually<T>(attempt: () => Promise<T>, timeoutMs = 5000)
       await sleep(50);
     }
   }
+}
+
+/** Calls of the scripts on one member, from Redis' own command statistics. */
+export async function scriptCalls(member: Redis): Promise<number> {
+  const info = await member.info('commandstats');
+  let calls = 0;
+  for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
+  return calls;
 }

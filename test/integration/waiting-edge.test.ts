@@ -13,8 +13,8 @@ import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type Lock, type RedlockOptions } from '../../src/index.js';
 import { TcpProxy } from '../chaos/proxy.js';
-import { startTestMasters, trust, type TestMasters } from './masters.js';
-import { errorOf, eventually, fresh, sleep } from './util.js';
+import { startTestMasters, type TestMasters } from './masters.js';
+import { errorOf, eventually, fresh, sleep, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 const opened: Redlock[] = [];
@@ -24,10 +24,7 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
-  await servers.resumeAll();
-  await Promise.all(servers.masters.map(async (master) => master.running || master.restart()));
-  await Promise.all(servers.clients.map((c) => c.ping()));
-  await trust(servers.clients);
+  await servers.heal();
 });
 afterAll(() => servers?.close());
 
@@ -36,14 +33,6 @@ function client(options: RedlockOptions = {}, clients: Redis[] = servers.connect
   const redlock = new Redlock(clients, options);
   opened.push(redlock);
   return redlock;
-}
-
-/** Calls of the scripts on one member, from Redis' own command statistics. */
-async function scriptCalls(member: Redis): Promise<number> {
-  const info = await member.info('commandstats');
-  let calls = 0;
-  for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
-  return calls;
 }
 
 describe('a resource that never expires (defect 8)', () => {

@@ -2,11 +2,10 @@
  * Waiting for a held lock, on real masters: in arrival order, woken by the release (not by a
  * timer), one waiter per release, with the timed retry as the fallback.
  */
-import type Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type Lock, type RedlockOptions } from '../../src/index.js';
 import { startTestMasters, type TestMasters } from './masters.js';
-import { fresh, sleep } from './util.js';
+import { fresh, sleep, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 const opened: Redlock[] = [];
@@ -25,14 +24,6 @@ function client(options: RedlockOptions = {}): Redlock {
   const redlock = new Redlock(servers.connect(), options);
   opened.push(redlock);
   return redlock;
-}
-
-/** Calls of the scripts on one member, from Redis' own command statistics. */
-async function scriptCalls(member: Redis): Promise<number> {
-  const info = await member.info('commandstats');
-  let calls = 0;
-  for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
-  return calls;
 }
 
 describe('waiting in line', () => {
