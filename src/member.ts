@@ -104,6 +104,42 @@ function watchServer(client: Redis, id: string, logger: Logger): ServerWatch {
 }
 
 /**
+ * The same watch for a Cluster member: INFO from every master node at each `ready` and every
+ * SERVER_REFRESH_MS. One node that may evict lock keys makes the whole member not count (any
+ * resource's slot may be on it). Run ids are not used: a Cluster's duplicates are caught by
+ * address (memberId), and its nodes' roles by the scripts.
+ */
+function watchCluster(cluster: Cluster, id: string, logger: Logger): ServerWatch {
+  const known = watches.get(cluster as unknown as Redis);
+  if (known) return known;
+  let settleFirst!: () => void;
+  const watch: ServerWatch = { facts: undefined, firstReading: new Promise<void>((resolve) => (settleFirst = resolve)), listeners: new Set() };
+  watches.set(cluster as unknown as Redis, watch);
+  const read = () => {
+    if (cluster.status !== 'ready') return;
+    Promise.all(cluster.nodes('master').map((node) => node.info().then(serverFacts)))
+      .then(
+        (nodes) => {
+          const evicting = nodes.find((facts) => whyNotCounting(facts) !== undefined);
+          const facts: ServerFacts = evicting ?? { runId: '', replid: '', role: 'master', maxmemory: 0, maxmemoryPolicy: 'noeviction', version: nodes[0]?.version };
+          const why = whyNotCounting(facts);
+          if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts))) logger.warn({ member: id, why }, 'member will not count toward quorum (a cluster node)');
+          watch.facts = { ...facts, runId: '' };
+          for (const listener of watch.listeners) listener();
+        },
+        (error: Error) => logger.warn({ member: id, error: error.message }, 'could not read the cluster nodes\' INFO (ACL: allow +info)'),
+      )
+      .finally(settleFirst);
+  };
+  read();
+  cluster.on('ready', read);
+  const refresh = setInterval(read, SERVER_REFRESH_MS);
+  refresh.unref();
+  cluster.once('end', () => clearInterval(refresh));
+  return watch;
+}
+
+/**
  * What a member can be: an ioredis client (a single master, or a Sentinel-managed group), or an
  * ioredis Cluster. Both offer what quorumlock uses (defineCommand, duplicate, events).
  */
@@ -143,9 +179,8 @@ export class Member {
     keepOutOfAutoPipelining(client);
     // A Cluster routes each call to its node's connection itself: nothing of ours to cork.
     this.#canCork = !this.isCluster;
-    // ioredis sends a cluster's writes to the slot's master itself; INFO would ask a random node.
-    // There the scripts' own checks stand alone (acquire.lua refuses a node that is no master).
-    this.#server = this.isCluster ? { facts: undefined, firstReading: Promise.resolve(), listeners: new Set() } : watchServer(client, this.id, logger);
+    // ioredis sends a cluster's writes to the slot's master itself: its INFO is read per master node.
+    this.#server = this.isCluster ? watchCluster(member as Cluster, this.id, logger) : watchServer(client, this.id, logger);
   }
 
   /** The epoch hash for a call on `firstKey`: one per member, or one per slot on a cluster. */

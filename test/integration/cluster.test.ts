@@ -44,6 +44,23 @@ afterAll(async () => {
 });
 
 describe('three clusters as members, quorum two', () => {
+  it('a cluster with a node that may evict lock keys does not count (INFO of every master node)', async () => {
+    const node = new Redis({ host: clusters[0]!.nodes[0]!.host, port: clusters[0]!.nodes[0]!.port });
+    opened.push(node);
+    await node.config('SET', 'maxmemory', '512mb');
+    await node.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    try {
+      // Two members, quorum two: the round must hear the evicting one, and cannot win without it.
+      const redlock = new Redlock([connect(clusters[0]!), members[1]!], { retryCount: 0 });
+      const error = await errorOf(redlock.acquire(fresh('evicting-node'), 2_000));
+      expect(error.attempts[0]!.votes[0]!).toMatchObject({ vote: 'quarantined', notCounting: expect.stringMatching(/maxmemory-policy allkeys-lru/) });
+      expect(redlock.members[0]!.notCounting).toMatch(/allkeys-lru/);
+    } finally {
+      await node.config('SET', 'maxmemory', '0');
+      await node.config('SET', 'maxmemory-policy', 'noeviction');
+    }
+  });
+
   it('trustMembers() writes an epoch for every one of the 16384 slots of each cluster', async () => {
     for (const cluster of clusters) {
       let epochs = 0;

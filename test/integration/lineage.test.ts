@@ -116,7 +116,7 @@ describe('a failover and a failback (the data changes, the run id does not)', ()
       // m1 is busy with another owner's short-lived key, so A's quorum is m0 and S1.
       await servers.clients[1]!.set(resource, 'another owner', 'PX', 300);
       const a = await new Redlock(aMembers, { retryCount: 0, maxLockTtl }).acquire(resource, 10_000);
-      expect(a.votes.map((vote) => vote.vote)).toEqual(['locked', 'taken', 'locked']);
+      expect(a.votes.map((vote) => vote.vote === 'locked')).toEqual([true, false, true]); // m1: 'taken' (or not waited for)
 
       // Failback: S1 resyncs from S2 (its data replaced: A's key gone), then is promoted again.
       await s1Client.replicaof(s2.host, String(s2.port));
@@ -258,7 +258,7 @@ describe('operator actions and maintenance', () => {
    */
   it('the next fenced lock repairs a restarted member even where it was refused', async () => {
     const maxLockTtl = 500;
-    const redlock = new Redlock(servers.clients, { retryCount: 0, maxLockTtl });
+    const redlock = new Redlock(servers.clients, { retryCount: 5, retryDelay: 20, maxLockTtl });
     const resource = fresh('repaired');
     await servers.masters[3]!.restart();
     await drained(servers.clients[3]!);
@@ -266,14 +266,22 @@ describe('operator actions and maintenance', () => {
     await sleep(maxLockTtl + 50);
     expect((await epochOf(servers.clients[3]!)).fence).toBeUndefined(); // untrusted: lost its counter
     await servers.clients[3]!.set(resource, 'another owner', 'PX', 5_000);
-    const lock = await redlock.acquire(resource, 400, { fencing: true });
-    // m3 refused us ('taken', or not waited for when the round decided first), and kept the other key.
-    expect(['taken', 'pending']).toContain(lock.votes[3]!.vote);
+    // m3 refuses every one of these locks (it keeps the other key). Its answer is usually read
+    // before the first lock is handed out, and then that lock repairs it; on a loaded machine it
+    // may come later, and a following lock does: the sync goes where an answer was read.
+    let repairedBy: number | undefined;
+    for (let i = 0; i < 5 && repairedBy === undefined; i++) {
+      const lock = await redlock.acquire(resource, 400, { fencing: true });
+      expect(lock.votes[3]!.vote).not.toBe('locked');
+      await sleep(20); // the sync is sent after the lock is won, without waiting
+      await drained(servers.clients[3]!);
+      const counter = (await epochOf(servers.clients[3]!)).fence;
+      if (counter !== undefined) repairedBy = lock.fence;
+      if (counter !== undefined) expect(Number(counter)).toBe(lock.fence);
+      await lock.release();
+    }
+    expect(repairedBy).toBeDefined();
     expect(await servers.clients[3]!.get(resource)).toBe('another owner');
-    await sleep(20); // the sync is sent after the lock is won, without waiting
-    await drained(servers.clients[3]!);
-    expect(Number((await epochOf(servers.clients[3]!)).fence)).toBe(lock.fence);
-    await lock.release();
   });
 
   it('after a majority lost its data, fencing fails safe until an operator restores a floor; the next token is above it', async () => {
