@@ -11,11 +11,11 @@
 -- caller last saw settled (or quarantine and fencing are both off). Otherwise, when the keys were
 -- set: {1 | 3 (quarantined), quarantine ms left, fence counter, counter trusted 1/0, epoch id}.
 -- When this server is not a plain master: {4}, and nothing is set.
--- Otherwise nothing is set and it returns {why, heldForMs, place, epoch id}: why = 0 held by
--- another owner, 2 free but kept for an earlier waiter; heldForMs = the longest PTTL among held
--- keys (-1: none held, -2: held without an expiry); place = 0-based place in the longest line
--- (-1: not in line); the epoch id ('' with quarantine and fencing off), to which a fence sync
--- for this member can be bound.
+-- Otherwise nothing is set and it returns {why, heldForMs, place, epoch id, quarantine ms left}:
+-- why = 0 held by another owner, 2 free but kept for an earlier waiter; heldForMs = the longest
+-- PTTL among held keys (-1: none held, -2: held without an expiry); place = 0-based place in the
+-- longest line (-1: not in line); the epoch id ('' with quarantine and fencing off) and its
+-- quarantine left (-1: quarantine off), for a fence sync bound to it.
 local n = (#KEYS - 1) / 3
 -- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
 -- and a lock could be reported that was never set.
@@ -108,11 +108,19 @@ if lease > 0 then
     place = math.max(place, redis.call('ZRANK', line, waiter))
   end
 end
-local refused = epochId or ''
+-- The epoch, and whether it is past its quarantine (0: yes, -1: not known), so that a fence
+-- sync may be bound to it (only an epoch past its quarantine may be synced: see fence.lua).
+local refused, settledLeft = epochId or '', -1
+if epochId and quarantine > 0 then
+  settledLeft = 0
+  if redis.call('HGET', epoch, 'genesis') ~= '1' then
+    settledLeft = math.max(0, tonumber(since) + quarantine - now())
+  end
+end
 if forever then
-  return {0, -2, place, refused}
+  return {0, -2, place, refused, settledLeft}
 end
 if heldFor == -1 then
-  return {2, -1, place, refused}
+  return {2, -1, place, refused, settledLeft}
 end
-return {0, heldFor, place, refused}
+return {0, heldFor, place, refused, settledLeft}

@@ -15,17 +15,15 @@
 -- must never make a forgetful member look as if it knew the latest token.
 --
 -- Why the epoch binding makes a sync safe: a sync writes token t into epoch E, making E's
--- counter trusted. That is sound when every token established before E began is at most t: a
--- counter only ever rises, and tokens established later are written where they are established.
--- t is above every token established before our lock, nobody else can establish one while our
--- lock is valid, and the client syncs only while it is, to epochs that named themselves in a
--- reply it had read (src/quorum/fence.ts): E began before. A sync needs no lock key:
--- it raises a counter to a token that is already established, whoever holds the lock now, which
--- is how members that answered 'taken' (a waiter took over while a release was still on its way)
--- or were not waited for are repaired too. A sync that ran in any other epoch would break this: ioredis
--- re-sends an unanswered acquire and sync to the new process after a restart, where the acquire
--- re-creates our key and the sync would otherwise write an old token into a new epoch that never
--- saw the tokens issued since (issue 10, defect 1).
+-- counter trusted, so t must cover every issued token this member held in an earlier epoch, for
+-- any resource (the counter is shared). The client syncs only an epoch past its quarantine, that
+-- named itself before the client sent the propose round that established t (src/quorum/fence.ts
+-- has the argument). A sync needs no lock key: it raises a counter to an established token,
+-- which is how members that answered 'taken' (a waiter took over while a release was still on
+-- its way) are repaired too. A sync that ran in any other epoch would break this: ioredis
+-- re-sends an unanswered acquire and sync to the new process after a restart, where the sync
+-- would otherwise write an old token into a new epoch that never saw the tokens issued since
+-- (issue 10, defect 1).
 local n = #KEYS - 1
 if n < 1 then
   return redis.error_reply('quorumlock: expected the lock keys and the epoch key, got ' .. #KEYS)

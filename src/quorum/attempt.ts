@@ -45,7 +45,7 @@ export type AttemptResult =
       rollback: Promise<unknown>;
     };
 
-/** What the acquire round learns for fencing: counters where the keys were set, and every answer's epoch. */
+/** What the acquire round learns for fencing: counters where the keys were set, and the epochs past their quarantine. */
 interface FenceView {
   readings: FenceReading[];
   epochs: (string | undefined)[];
@@ -54,7 +54,8 @@ interface FenceView {
 function acquireSender(keys: readonly string[], request: AcquireRequest, view: FenceView) {
   return (member: Member, index: number): Promise<Answered<LockAnswer>> =>
     member.acquire(keys, request).then((result) => {
-      view.epochs[index] = result.epoch;
+      // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
+      if (request.quarantineMs > 0 && result.quarantinedForMs === 0) view.epochs[index] = result.epoch;
       if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place };
       if (result.fence) view.readings[index] = result.fence;
       if (result.quarantinedForMs === 0) return 'locked';
@@ -88,7 +89,13 @@ export async function attemptLock(
   let fenced: Fence | undefined;
   try {
     round = await runRound({ operation: 'acquire', members, send: acquireSender(acquireKeys(resources), request, view), counts: isLocked, ...deadlines, waitForAll: false, clock, signal });
-    if (round.won && fencing) fenced = await fenceToken(members, settings, resources, value, view.readings, view.epochs, signal);
+    if (round.won && fencing) {
+      // One turn of the event loop first: the round was decided at the quorum-th answer, and the
+      // others that reached the socket in the same poll are read now. Their epochs can then be
+      // synced if they lost their counter (fence.ts syncs only epochs known before its round).
+      await new Promise((resolve) => setImmediate(resolve));
+      fenced = await fenceToken(members, settings, resources, value, view.readings, view.epochs, signal);
+    }
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.
     await rollback(members, settings, resources, value, undefined);

@@ -13,9 +13,8 @@ export type FenceReading = { highest: number; trusted: boolean } | undefined;
 export interface Fence {
   token: number;
   /**
-   * Sends the token to every member whose epoch we know and that did not take it, bound to that
-   * epoch. Call it only while the lock is still valid, right after checking (attempt.ts): the
-   * argument below needs that no one else can have established a token since ours.
+   * Sends the token to the members that did not take it and whose epoch, past its quarantine,
+   * named itself before the winning propose round was sent, bound to it (fenceToken says why).
    */
   sync(): void;
 }
@@ -36,15 +35,22 @@ export interface Fence {
  * majority of members loses its data at once; then Redlock.restoreFencing() is the operator's way
  * back (README, "Fencing").
  *
- * The sync goes to every member whose epoch named itself in any reply read so far (an acquire
- * answer of any kind, stragglers included, or a propose answer), bound to that epoch. Why that is
- * sound: a sync makes epoch E trust our token t, which is right if every token established before
- * E began is at most t. Tokens established before our lock are below t (the argument above), and
- * while our lock is valid nobody else can establish one: our keys sit on a quorum, and a propose
- * needs its holder's key on a quorum. E named itself in a reply we read before the sync, sent
- * while the lock is still valid, so it began before. In any other epoch the sync is refused (see
- * fence.lua: an ioredis re-send to a new process, a failover, could otherwise make a forgetful
- * member look as if it knew the latest token).
+ * The sync goes to the members whose acquire answer (of any kind) named an epoch E past its
+ * quarantine, read before the winning propose round was sent; bound to E. Why that is sound: the
+ * sync makes E trust our token t, so t must cover every issued token T that E's member may have
+ * held in an earlier epoch, for every resource (the counter is shared, and holders of other
+ * resources raise it concurrently). Such a T was raised there before E began, by a holder whose
+ * lock began earlier still, so T was issued within maxLockTtl of E's start, i.e. before E's
+ * quarantine ended (as the quarantine itself argues). Invariant: an issued token is covered by
+ * every quorum of trusted counters (it was raised on a quorum; a member of it that lost its data
+ * is untrusted until a sync covers it). The winning round ran after E's quarantine ended, on a
+ * quorum of trusted counters all below t, so t covers every such T, and the sync keeps the
+ * invariant. A sync into a quarantined epoch, or one decided on counters read before the epoch
+ * was known, would not: a review found that X's token 2 for r1, raised on k, then lost in k's
+ * restart, could be undercut when a re-sent acquire for r2 named k's new epoch and token 1 was
+ * synced there, letting a later lock of r1 on k and another member get 2 again. In any other
+ * epoch the sync is refused (fence.lua: an ioredis re-send to a new process, a failover). With
+ * the quarantine off no epoch qualifies, and members that lost their counters stay untrusted.
  */
 export async function fenceToken(
   members: readonly Member[],
@@ -58,18 +64,16 @@ export async function fenceToken(
   // `readings` has holes where members were not waited for: for...of reads them as undefined.
   let proposed = 1;
   for (const reading of readings) if (reading) proposed = Math.max(proposed, reading.highest + 1);
-  // Epochs named by propose answers (any try, stragglers included), beside the acquire round's.
-  const heard: (string | undefined)[] = [];
-  const epochOf = (index: number) => epochs[index] ?? heard[index];
   for (let tries = 0; tries < 3; tries++) {
     let highest = 0;
+    // The epochs a sync after this round may go to: those known before it is sent.
+    const knownBefore = [...epochs];
     const round = await runRound<LockAnswer>({
       operation: 'fence',
       members,
       send: (member, index) =>
-        member.fence(resources, value, proposed, 'propose', epochOf(index) ?? '').then((reply) => {
+        member.fence(resources, value, proposed, 'propose', epochs[index] ?? '').then((reply) => {
           highest = Math.max(highest, reply.highest);
-          heard[index] ??= reply.epoch;
           return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
         }),
       counts: isLocked,
@@ -82,7 +86,7 @@ export async function fenceToken(
       const token = proposed;
       const sync = () =>
         members.forEach((member, index) => {
-          const epoch = epochOf(index);
+          const epoch = knownBefore[index];
           if (round.votes[index]!.vote !== 'locked' && epoch !== undefined) member.fence(resources, value, token, 'sync', epoch).catch(() => undefined);
         });
       return { token, sync };

@@ -21,6 +21,8 @@ export interface Refusal {
   place: number | undefined;
   /** The member's epoch id (undefined with quarantine and fencing off): a fence sync can be bound to it. */
   epoch?: string;
+  /** That epoch's quarantine left (undefined with the quarantine off): a sync needs it past. */
+  quarantinedForMs?: number;
 }
 
 /** The keys were set on this member (or, for a non-master, nothing was set and it does not count). */
@@ -55,6 +57,8 @@ export function decodeAcquire(reply: number | unknown[], settled: string, fencin
   const refusal: Refusal = { why: status === 0 ? 'taken' : 'queued', heldForMs: a >= 0 ? a : undefined, place: b >= 0 ? b : undefined };
   if (a === -2) refusal.forever = true;
   if (typeof c === 'string' && c !== '') refusal.epoch = c;
+  const left = (reply as unknown[])[4];
+  if (typeof left === 'number' && left >= 0) refusal.quarantinedForMs = left;
   return refusal;
 }
 
