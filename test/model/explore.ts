@@ -42,7 +42,17 @@ export interface Cycle {
   ttl: number;
   /** How long the lock is kept before release() (when won). */
   holdMs: number;
+  /**
+   * Which resource: 0 'r' (default), 1 's'. Members keep one fence counter for all resources,
+   * so holders of different resources raise it concurrently (a review found a bug only there).
+   */
+  resource?: number;
 }
+
+const RESOURCES = ['r', 's'] as const;
+const resourceOf = (cycle: Cycle): string => RESOURCES[cycle.resource ?? 0]!;
+/** Mostly 'r', so that contention stays the common case. */
+const resourceIndex = fc.constantFrom(0, 0, 1);
 
 /**
  * A fault, armed `at` ms after its trigger: the start of the run (`after` 0), or the moment the
@@ -91,6 +101,7 @@ export interface Plan {
 
 export interface Handout {
   client: number;
+  resource: string;
   token: number | undefined;
   at: number;
   /** When the lock stopped being held: release() called, or its validity ended. */
@@ -163,6 +174,7 @@ export function planArbitrary(options: { members?: number[] } = {}): fc.Arbitrar
         thinkMs: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 60 }) }, { weight: 2, arbitrary: fc.integer({ min: 0, max: 2_500 }) }),
         ttl,
         holdMs: fc.integer({ min: 0, max: 150 }),
+        resource: resourceIndex,
       });
       return fc.record({
         members: fc.constant(members),
@@ -186,7 +198,7 @@ export function planArbitrary(options: { members?: number[] } = {}): fc.Arbitrar
 export function restartInFlightArbitrary(options: { members?: number[] } = {}): fc.Arbitrary<Plan> {
   const memberCounts = options.members ?? [3, 3, 5];
   return fc.constantFrom(...memberCounts).chain((members) => {
-    const cycleOf = (think: [number, number]) => fc.record({ thinkMs: fc.integer({ min: think[0], max: think[1] }), ttl, holdMs: fc.integer({ min: 0, max: 80 }) });
+    const cycleOf = (think: [number, number]) => fc.record({ thinkMs: fc.integer({ min: think[0], max: think[1] }), ttl, holdMs: fc.integer({ min: 0, max: 80 }), resource: resourceIndex });
     // Client 0 locks first, with its link to the doomed member held; the others contend after
     // it; everyone may lock again once the restarted member's quarantine is over.
     const withLate = (early: fc.Arbitrary<Cycle[]>) => early;
@@ -366,18 +378,19 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
           await clock.sleep(cycle.thinkMs);
           let lock: Lock;
           try {
-            lock = await redlock.acquire('r', cycle.ttl, { fencing: true, retryCount: SETTINGS.retryCount });
+            lock = await redlock.acquire(resourceOf(cycle), cycle.ttl, { fencing: true, retryCount: SETTINGS.retryCount });
           } catch (error) {
             const outcome = (error as { outcome?: string }).outcome ?? (error as Error).message;
             failures[outcome] = (failures[outcome] ?? 0) + 1;
             continue;
           }
           const at = clock.now();
-          const handout: Handout & { lock?: Lock } = { client: c, token: lock.fence, at, end: at + lock.remainingMs(), lock };
-          // Checked at the moment of the handout, against every lock handed out before.
+          const handout: Handout & { lock?: Lock } = { client: c, resource: resourceOf(cycle), token: lock.fence, at, end: at + lock.remainingMs(), lock };
+          // Checked at the moment of the handout, against every lock of the resource handed out before.
           for (const earlier of handouts) {
+            if (earlier.resource !== handout.resource) continue;
             if (earlier.token !== undefined && handout.token !== undefined && handout.token <= earlier.token) {
-              violations.push(`fence token ${handout.token} handed to client ${c} at ${at.toFixed(1)} ms, after token ${earlier.token} (client ${earlier.client}, at ${earlier.at.toFixed(1)} ms)`);
+              violations.push(`fence token ${handout.token} for ${handout.resource} handed to client ${c} at ${at.toFixed(1)} ms, after token ${earlier.token} (client ${earlier.client}, at ${earlier.at.toFixed(1)} ms)`);
             }
             if (earlier.lock && !earlier.lock.released && earlier.lock.remainingMs() > 0) {
               violations.push(`client ${c} got the lock at ${at.toFixed(1)} ms while client ${earlier.client} held it (${earlier.lock.remainingMs().toFixed(1)} ms left)`);
@@ -406,10 +419,13 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
     if (options.probe !== false && ended === 'done') {
       const quiet = Math.max(SETTINGS.maxLockTtl, 2_100) + 50;
       await passTime(quiet);
-      const highest = Math.max(0, ...handouts.map((handout) => handout.token ?? 0));
       const snapshots = servers.map((server) => server.snapshot());
       let probe = 0;
+      const used = RESOURCES.filter((resource) => handouts.some((handout) => handout.resource === resource));
+      for (const resource of used.length > 0 ? used : ['r'])
       for (const quorum of subsets(plan.members, Math.floor(plan.members / 2) + 1)) {
+        // The run's own handouts: probes start from the same state each, so they are not compared with each other.
+        const highest = Math.max(0, ...handouts.filter((handout) => handout.resource === resource && handout.client >= 0).map((handout) => handout.token ?? 0));
         if (servers.some((server) => !server.up)) break;
         servers.forEach((server, index) => server.restore(snapshots[index]!));
         const name = `p${++probe}`;
@@ -422,7 +438,7 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
         await passTime(5);
         let lock: Lock | undefined;
         let settled = false;
-        redlock.acquire('r', 400, { fencing: true, retryCount: 0 }).then(
+        redlock.acquire(resource, 400, { fencing: true, retryCount: 0 }).then(
           (won) => {
             lock = won;
             settled = true;
@@ -434,9 +450,9 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
         await drive(() => settled, clock.now() + 1_000);
         const members = quorum.map((index) => servers[index]!.port).join(',');
         if (lock?.fence !== undefined && lock.fence <= highest) {
-          violations.push(`fence token ${lock.fence} handed to a client answered first by members ${members} at ${clock.now().toFixed(1)} ms, after token ${highest}`);
+          violations.push(`fence token ${lock.fence} for ${resource} handed to a client answered first by members ${members} at ${clock.now().toFixed(1)} ms, after token ${highest}`);
         }
-        if (lock) handouts.push({ client: -probe, token: lock.fence, at: clock.now(), end: clock.now() });
+        if (lock) handouts.push({ client: -probe, resource, token: lock.fence, at: clock.now(), end: clock.now() });
         if (lock) {
           let released = false;
           void lock.release().finally(() => (released = true));
