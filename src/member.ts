@@ -282,11 +282,12 @@ export class Member {
   }
 
   /**
-   * @internal Raises the fence counter to `token` while we hold the lock, in the epoch `epoch`
-   * (the one this member's acquire reply named): {raised, counter before, trusted}.
+   * @internal Raises the fence counters of `resources` to `token`, in the epoch `epoch` ('' for a
+   * propose to a member not heard in the acquire round); a sync with `floor` also repairs an
+   * incomplete epoch (fence.lua).
    */
-  async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync', epoch: string): Promise<FenceReply> {
-    const reply = await this.#call<unknown[]>('quorumlockFence', [resources.length + 1, ...resources, this.#epochKey(resources[0]!), value, token, mode, epoch]);
+  async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync', epoch: string, floor?: number): Promise<FenceReply> {
+    const reply = await this.#call<unknown[]>('quorumlockFence', [resources.length + 1, ...resources, this.#epochKey(resources[0]!), value, token, mode, epoch, floor ?? '']);
     return decodeFence(reply);
   }
 

@@ -1,11 +1,11 @@
 -- Acquire, with a fair line of waiters, the restart quarantine and (optionally) fence readings.
 -- KEYS: the n lock keys, then their n line keys, then their n lease keys, then the member's epoch
 --       hash (its id, since = when the data this server holds began, the run id and replication
---       id of that data, genesis, the fence counter; quorumlock:epoch, or one per hash slot on a
+--       id of that data, genesis, the fence counters; quorumlock:epoch, or one per hash slot on a
 --       Redis Cluster).
 -- ARGV: value, ttl ms, waiter id, ticket (arrival order, the same on every member), lease ms
 --       (how long a refused caller keeps its place without coming back; 0 = do not join the line),
---       quarantine ms (0 = off), fencing (1 = report the fence counter), the id of the epoch this
+--       quarantine ms (0 = off), fencing (1 = report the fence counters), the id of the epoch this
 --       client last saw past its quarantine ('' = none: then the member's TIME decides).
 -- Returns 1 when every lock key was set (all or nothing) and this member counts in the epoch the
 -- caller last saw settled (or quarantine and fencing are both off). Otherwise, when the keys were
@@ -90,7 +90,7 @@ if heldFor == -1 and not forever and not ahead then
   if not fencing then
     return {status, left, 0, 0, epochId}
   end
-  local highest, trusted = fenceReading(epoch)
+  local highest, trusted = fenceReading(epoch, n)
   return {status, left, highest, trusted, epochId}
 end
 

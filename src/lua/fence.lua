@@ -1,24 +1,25 @@
--- Raise the member's fence counter, for a lock we hold, to ARGV[2].
+-- Raise the fence counters of the lock's resources to ARGV[2].
 -- KEYS: the n lock keys, then the member's epoch hash.
--- ARGV: value, token, mode, epoch id. mode 'propose': a candidate token, written only where the
+-- ARGV: value, token, mode, epoch id, floor ('' or absent: none; sync only). mode 'propose': a candidate token, written only where the
 --       reading is trusted; 'sync': an established token, written also where it is not, which is
 --       how a member that lost its counter becomes trusted again. The epoch id is the one this
 --       member's acquire reply named in the same attempt: the call is refused in any other epoch.
 --       A sync needs one; a propose may pass '' (the member was not heard in the acquire round):
 --       raising a trusted counter is safe in any epoch, as the established token is decided
 --       within the lock's validity (src/quorum/attempt.ts).
--- Returns {1 raised | 0 not raised, counter before, counter trusted 1/0, the epoch id}. Not
--- raised when the server's epoch is not the one named (then {0, 0, 0, ''}), when proposing and a
+-- Returns {1 raised | 0 not raised, highest counter before, reading trusted 1/0, the epoch id,
+-- the member's max, complete 1/0 (genesis or a floor)}. A sync with a floor also repairs an
+-- incomplete epoch (sets its floor). Not raised when the server's epoch is not the one named
+-- (then {0, 0, 0, '', 0, 0}), when proposing and a
 -- lock key no longer holds our value (a candidate must be written while we hold the lock: that is
 -- what orders it before any later holder's reading), when the counter is already at or above the
 -- token (then propose higher), or when proposing to an untrusted member: a candidate that loses
 -- must never make a forgetful member look as if it knew the latest token.
 --
--- Why the epoch binding makes a sync safe: a sync writes token t into epoch E, making E's
--- counter trusted, so t must cover every issued token this member held in an earlier epoch, for
--- any resource (the counter is shared). The client syncs only an epoch past its quarantine, that
--- named itself before the client sent the propose round that established t (src/quorum/fence.ts
--- has the argument). A sync needs no lock key: it raises a counter to an established token,
+-- Why the epoch binding makes a sync safe: a sync writes token t (and a floor) into epoch E,
+-- making E's readings trusted, so they must cover every issued token this member held in an
+-- earlier epoch. The client syncs only an epoch past its quarantine, that named itself before
+-- the client sent the propose round that established t (src/quorum/fence.ts has the argument). A sync needs no lock key: it raises a counter to an established token,
 -- which is how members that answered 'taken' (a waiter took over while a release was still on
 -- its way) are repaired too. A sync that ran in any other epoch would break this: ioredis
 -- re-sends an unanswered acquire and sync to the new process after a restart, where the sync
@@ -31,21 +32,34 @@ end
 -- #include _epoch.lua
 -- #include _fence.lua
 local epoch = KEYS[#KEYS]
-local proposed, sync = tonumber(ARGV[2]), ARGV[3] == 'sync'
+local proposed, sync, floor = tonumber(ARGV[2]), ARGV[3] == 'sync', tonumber(ARGV[5] or '')
 local current = currentEpoch(epoch)
 if not current or (ARGV[4] ~= '' and current ~= ARGV[4]) or (sync and ARGV[4] == '') then
-  return {0, 0, 0, ''}
+  return {0, 0, 0, '', 0, 0}
 end
 if not sync then
   for i = 1, n do
     if redis.call('GET', KEYS[i]) ~= ARGV[1] then
-      return {0, 0, 0, current}
+      return {0, 0, 0, current, 0, 0}
     end
   end
 end
-local highest, trusted = fenceReading(epoch)
-if highest >= proposed or (trusted == 0 and not sync) then
-  return {0, highest, trusted, current}
+local highest, trusted, complete = fenceReading(epoch, n)
+if sync and floor and complete == 0 then
+  -- The repair: a floor read from a quorum of complete members (fence.ts says why it covers
+  -- every token this member may have held before this epoch began).
+  redis.call('HSET', epoch, 'floor', floor)
+  raiseMax(epoch, floor)
+  complete = 1
 end
-redis.call('HSET', epoch, 'fence', proposed)
-return {1, highest, trusted, current}
+if highest >= proposed or (trusted == 0 and not sync) then
+  return {0, highest, trusted, current, tonumber(redis.call('HGET', epoch, 'max') or '0'), complete}
+end
+for i = 1, n do
+  local field = 'fence:' .. KEYS[i]
+  if (tonumber(redis.call('HGET', epoch, field)) or 0) < proposed then
+    redis.call('HSET', epoch, field, proposed)
+  end
+end
+raiseMax(epoch, proposed)
+return {1, highest, trusted, current, tonumber(redis.call('HGET', epoch, 'max')), complete}

@@ -6,18 +6,21 @@
 --   quarantine guards against.
 -- 'floor': after a majority of members lost their data at once, fencing tokens can no longer be
 --   derived from the members alone. The operator names a floor at or above every token ever
---   issued (e.g. the highest token the protected resources have accepted); the counter becomes
---   max(counter, floor) and trusted. The quarantine is not touched.
--- Returns the quarantine ms that was left before ('new'), or the counter now ('floor').
+--   issued (e.g. the highest token the protected resources have accepted); it becomes the
+--   epoch's floor (every resource reads at least it, trusted). The quarantine is not touched.
+-- Returns the quarantine ms that was left before ('new'), or the floor now ('floor').
 -- #include _epoch.lua
 local id, since = currentEpoch(KEYS[1])
 if not id then
   return redis.error_reply('quorumlock: this server is not a plain master; only masters can be trusted')
 end
 if ARGV[1] == 'floor' then
-  local counter = math.max(tonumber(redis.call('HGET', KEYS[1], 'fence') or '0'), tonumber(ARGV[2]))
-  redis.call('HSET', KEYS[1], 'fence', counter)
-  return counter
+  local floor = math.max(tonumber(redis.call('HGET', KEYS[1], 'floor') or '0'), tonumber(ARGV[2]))
+  redis.call('HSET', KEYS[1], 'floor', floor)
+  if floor > tonumber(redis.call('HGET', KEYS[1], 'max') or '0') then
+    redis.call('HSET', KEYS[1], 'max', floor)
+  end
+  return floor
 end
 local left = 0
 if redis.call('HGET', KEYS[1], 'genesis') ~= '1' then

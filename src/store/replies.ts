@@ -69,9 +69,13 @@ export interface FenceReply {
   trusted: boolean;
   /** The epoch the call ran in (undefined when it was refused for another epoch). */
   epoch: string | undefined;
+  /** The highest of the member's counters and floor, after the call. */
+  max: number;
+  /** The epoch is complete (brand new or given a floor): every resource reads trusted there. */
+  complete: boolean;
 }
 
 export function decodeFence(reply: unknown[]): FenceReply {
-  const [raised, highest, trusted, epoch] = reply as [number, number, number, string | undefined];
-  return { raised: raised === 1, highest, trusted: trusted === 1, epoch: epoch ? String(epoch) : undefined };
+  const [raised, highest, trusted, epoch, max, complete] = reply as [number, number, number, string | undefined, number | undefined, number | undefined];
+  return { raised: raised === 1, highest, trusted: trusted === 1, epoch: epoch ? String(epoch) : undefined, max: max ?? 0, complete: complete === 1 };
 }

@@ -72,7 +72,7 @@ describe('a command re-sent to a new process (ioredis autoResendUnfulfilledComma
 
     // What m4 now claims: a counter it trusts must be at least every token issued before its epoch.
     const epoch = await epochOf(servers.clients[4]!);
-    const claimed = Object.entries(epoch).filter(([field]) => field.startsWith('fence'));
+    const claimed = Object.entries(epoch).filter(([field]) => field.startsWith('fence') || field === 'floor');
     for (const [, counter] of claimed) expect(Number(counter)).toBeGreaterThanOrEqual(b.fence!);
     // And as a lock sees it: a fenced lock on m4 alone (quarantine off, so only fencing decides)
     // gets a token above B's, or none at all.
@@ -251,7 +251,7 @@ describe('operator actions and maintenance', () => {
         await lock.release();
         await sleep(20);
         await drained(servers.clients[index]!);
-        synced = (await epochOf(servers.clients[index]!)).fence !== undefined;
+        synced = (await epochOf(servers.clients[index]!)).floor !== undefined; // repaired: a floor for every resource
       }
       expect(synced).toBe(true);
     }
@@ -275,7 +275,7 @@ describe('operator actions and maintenance', () => {
     await drained(servers.clients[3]!);
     await redlock.acquire(fresh('start-epoch'), 400).then((lock) => lock.release()); // its new epoch begins
     await sleep(maxLockTtl + 50);
-    expect((await epochOf(servers.clients[3]!)).fence).toBeUndefined(); // untrusted: lost its counter
+    expect((await epochOf(servers.clients[3]!)).floor).toBeUndefined(); // untrusted: lost its counters
     await servers.clients[3]!.set(resource, 'another owner', 'PX', 5_000);
     // m3 refuses every one of these locks (it keeps the other key). Its answer is usually read
     // before the first lock is handed out, and then that lock repairs it; on a loaded machine it
@@ -286,9 +286,11 @@ describe('operator actions and maintenance', () => {
       expect(lock.votes[3]!.vote).not.toBe('locked');
       await sleep(20); // the sync is sent after the lock is won, without waiting
       await drained(servers.clients[3]!);
-      const counter = (await epochOf(servers.clients[3]!)).fence;
+      const repaired = await epochOf(servers.clients[3]!);
+      const counter = repaired[`fence:${resource}`];
       if (counter !== undefined) repairedBy = lock.fence;
       if (counter !== undefined) expect(Number(counter)).toBe(lock.fence);
+      if (counter !== undefined) expect(Number(repaired.floor)).toBeGreaterThanOrEqual(lock.fence!);
       await lock.release();
     }
     expect(repairedBy).toBeDefined();
@@ -313,7 +315,8 @@ describe('operator actions and maintenance', () => {
     await drained(servers.clients[3]!);
     const epoch = await epochOf(servers.clients[3]!);
     expect(epoch.id).toBeDefined(); // the acquire reached m3: its new epoch began
-    expect(epoch.fence).toBeUndefined(); // and no token was synced into it during the quarantine
+    // ...and no token or floor was synced into it during the quarantine.
+    expect(Object.keys(epoch).filter((field) => field.startsWith('fence') || field === 'floor' || field === 'max')).toEqual([]);
     await during.release();
     await sleep(maxLockTtl + 50);
     // Past it: a fenced lock that hears m3 before its propose round repairs it (usually the first).
@@ -322,8 +325,8 @@ describe('operator actions and maintenance', () => {
       const after = await redlock.acquire(fresh('settled-sync'), 1_000, { fencing: true });
       await sleep(20);
       await drained(servers.clients[3]!);
-      const counter = (await epochOf(servers.clients[3]!)).fence;
-      repaired = counter !== undefined && Number(counter) >= after.fence!;
+      const floor = (await epochOf(servers.clients[3]!)).floor;
+      repaired = floor !== undefined && Number(floor) >= after.fence!;
       await after.release();
     }
     expect(repaired).toBe(true);
