@@ -255,8 +255,10 @@ describe('operator actions and maintenance', () => {
       }
       expect(synced).toBe(true);
     }
+    // A resource never fenced before gets a token too (every member is complete again: floors).
+    // Tokens are per resource: it need not be above the other resource's.
     const fresher = await redlock.acquire(fresh('rolling-new'), 500, { fencing: true });
-    expect(fresher.fence!).toBeGreaterThan(last);
+    expect(Number.isSafeInteger(fresher.fence) && fresher.fence! > 0).toBe(true);
     await fresher.release();
   });
 
