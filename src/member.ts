@@ -69,22 +69,24 @@ export const SERVER_REFRESH_MS = 10_000;
  * INFO at connect, at every reconnect and every SERVER_REFRESH_MS: the role, the run id (which
  * identifies a server however it is addressed, for the duplicate check) and the eviction policy.
  * Read once per connection, not per call: no round trip is added to any lock operation.
+ * `readFacts` reads them; undefined when the client cannot (then it is taken as a plain master).
  */
-function watchServer(client: Redis, id: string, logger: Logger): ServerWatch {
-  const known = watches.get(client);
+function watchServer(client: Redis | Cluster, id: string, logger: Logger, readFacts: (() => Promise<ServerFacts>) | undefined): ServerWatch {
+  const key = client as unknown as Redis;
+  const known = watches.get(key);
   if (known) return known;
   let settleFirst!: () => void;
   const watch: ServerWatch = { facts: undefined, firstReading: new Promise<void>((resolve) => (settleFirst = resolve)), listeners: new Set() };
-  watches.set(client, watch);
-  // A stand-in client without INFO (the drift simulator's) is taken as a plain master.
-  if (typeof client.info !== 'function') settleFirst();
+  watches.set(key, watch);
+  if (readFacts === undefined) {
+    settleFirst();
+    return watch;
+  }
   const read = () => {
-    if (client.status !== 'ready' || typeof client.info !== 'function') return;
-    client
-      .info()
+    if (client.status !== 'ready') return;
+    readFacts()
       .then(
-        (info) => {
-          const facts = serverFacts(info);
+        (facts) => {
           const why = whyNotCounting(facts);
           if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts))) logger.warn({ member: id, why }, 'member will not count toward quorum');
           watch.facts = facts;
@@ -103,40 +105,22 @@ function watchServer(client: Redis, id: string, logger: Logger): ServerWatch {
   return watch;
 }
 
+/** A single server's facts (a stand-in client without INFO, the drift simulator's, has none). */
+function serverReader(client: Redis): (() => Promise<ServerFacts>) | undefined {
+  return typeof client.info === 'function' ? () => client.info().then(serverFacts) : undefined;
+}
+
 /**
- * The same watch for a Cluster member: INFO from every master node at each `ready` and every
- * SERVER_REFRESH_MS. One node that may evict lock keys makes the whole member not count (any
- * resource's slot may be on it). Run ids are not used: a Cluster's duplicates are caught by
- * address (memberId), and its nodes' roles by the scripts.
+ * A Cluster's facts, from every master node: one node that may evict lock keys makes the whole
+ * member not count (any resource's slot may be on it). Run ids are not used: a Cluster's
+ * duplicates are caught by address (memberId), and its nodes' roles by the scripts.
  */
-function watchCluster(cluster: Cluster, id: string, logger: Logger): ServerWatch {
-  const known = watches.get(cluster as unknown as Redis);
-  if (known) return known;
-  let settleFirst!: () => void;
-  const watch: ServerWatch = { facts: undefined, firstReading: new Promise<void>((resolve) => (settleFirst = resolve)), listeners: new Set() };
-  watches.set(cluster as unknown as Redis, watch);
-  const read = () => {
-    if (cluster.status !== 'ready') return;
-    Promise.all(cluster.nodes('master').map((node) => node.info().then(serverFacts)))
-      .then(
-        (nodes) => {
-          const evicting = nodes.find((facts) => whyNotCounting(facts) !== undefined);
-          const facts: ServerFacts = evicting ?? { runId: '', replid: '', role: 'master', maxmemory: 0, maxmemoryPolicy: 'noeviction', version: nodes[0]?.version };
-          const why = whyNotCounting(facts);
-          if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts))) logger.warn({ member: id, why }, 'member will not count toward quorum (a cluster node)');
-          watch.facts = { ...facts, runId: '' };
-          for (const listener of watch.listeners) listener();
-        },
-        (error: Error) => logger.warn({ member: id, error: error.message }, 'could not read the cluster nodes\' INFO (ACL: allow +info)'),
-      )
-      .finally(settleFirst);
-  };
-  read();
-  cluster.on('ready', read);
-  const refresh = setInterval(read, SERVER_REFRESH_MS);
-  refresh.unref();
-  cluster.once('end', () => clearInterval(refresh));
-  return watch;
+function clusterReader(cluster: Cluster): () => Promise<ServerFacts> {
+  return () =>
+    Promise.all(cluster.nodes('master').map((node) => node.info().then(serverFacts))).then((nodes) => {
+      const evicting = nodes.find((facts) => whyNotCounting(facts) !== undefined);
+      return { ...(evicting ?? { replid: '', role: 'master', maxmemory: 0, maxmemoryPolicy: 'noeviction', version: nodes[0]?.version }), runId: '' };
+    });
 }
 
 /**
@@ -180,7 +164,7 @@ export class Member {
     // A Cluster routes each call to its node's connection itself: nothing of ours to cork.
     this.#canCork = !this.isCluster;
     // ioredis sends a cluster's writes to the slot's master itself: its INFO is read per master node.
-    this.#server = this.isCluster ? watchCluster(member as Cluster, this.id, logger) : watchServer(client, this.id, logger);
+    this.#server = watchServer(member, this.id, logger, this.isCluster ? clusterReader(member as Cluster) : serverReader(client));
   }
 
   /** The epoch hash for a call on `firstKey`: one per member, or one per slot on a cluster. */
