@@ -48,3 +48,14 @@ local function currentEpoch(epoch)
   redis.call('HSET', epoch, 'id', id, 'since', since, 'run_id', runId, 'replid', replid)
   return id, since
 end
+
+-- Until a whole quarantine (the longest ttl in use) has passed since the epoch began, another
+-- client may still hold a lock this member forgot (see currentEpoch for how it can forget), so
+-- its yes must not count: the ms left of it, 0 when past. An epoch an operator declared brand
+-- new (trust.lua) has forgotten nothing: no quarantine, whatever ttl the callers use.
+local function quarantineLeft(epoch, since, quarantine)
+  if quarantine <= 0 or redis.call('HGET', epoch, 'genesis') == '1' then
+    return 0
+  end
+  return math.max(0, tonumber(since) + quarantine - now())
+end

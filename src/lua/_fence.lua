@@ -1,4 +1,4 @@
--- (Included by acquire.lua and fence.lua.) Fence counters in the epoch hash `epoch`: one per
+-- (Included by acquire.lua, fence.lua and trust.lua.) Fence counters in the epoch hash `epoch`: one per
 -- resource ('fence:<key>', the highest token raised for it here in this epoch), a member-wide
 -- 'floor' (covers every resource that has no counter of its own), and 'max' (the highest of
 -- them all, read to compute a floor). Per-resource counters let holders of different resources

@@ -75,14 +75,7 @@ if heldFor == -1 and not forever and not ahead then
   if epochId == settled and not fencing then
     return 1
   end
-  -- Until a whole quarantine (the longest ttl in use) has passed since this epoch began, another
-  -- client may still hold a lock this member forgot (see currentEpoch for how it can forget), so
-  -- its yes must not count. An epoch an operator declared brand new (trust.lua) has forgotten
-  -- nothing: no quarantine, whatever ttl the callers use.
-  local left = 0
-  if quarantine > 0 and redis.call('HGET', epoch, 'genesis') ~= '1' then
-    left = math.max(0, tonumber(since) + quarantine - now())
-  end
+  local left = quarantineLeft(epoch, since, quarantine)
   local status = 1
   if left > 0 then
     status = 3
@@ -108,14 +101,11 @@ if lease > 0 then
     place = math.max(place, redis.call('ZRANK', line, waiter))
   end
 end
--- The epoch, and whether it is past its quarantine (0: yes, -1: not known), so that a fence
--- sync may be bound to it (only an epoch past its quarantine may be synced: see fence.lua).
+-- With fencing: the epoch, and whether it is past its quarantine (0: yes, -1: not known), so that
+-- a fence sync may be bound to it (only an epoch past its quarantine may be synced: see fence.lua).
 local refused, settledLeft = epochId or '', -1
-if epochId and quarantine > 0 then
-  settledLeft = 0
-  if redis.call('HGET', epoch, 'genesis') ~= '1' then
-    settledLeft = math.max(0, tonumber(since) + quarantine - now())
-  end
+if epochId and quarantine > 0 and fencing then
+  settledLeft = quarantineLeft(epoch, since, quarantine)
 end
 if forever then
   return {0, -2, place, refused, settledLeft}

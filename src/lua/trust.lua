@@ -10,6 +10,7 @@
 --   epoch's floor (every resource reads at least it, trusted). The quarantine is not touched.
 -- Returns the quarantine ms that was left before ('new'), or the floor now ('floor').
 -- #include _epoch.lua
+-- #include _fence.lua
 local id, since = currentEpoch(KEYS[1])
 if not id then
   return redis.error_reply('quorumlock: this server is not a plain master; only masters can be trusted')
@@ -17,14 +18,9 @@ end
 if ARGV[1] == 'floor' then
   local floor = math.max(tonumber(redis.call('HGET', KEYS[1], 'floor') or '0'), tonumber(ARGV[2]))
   redis.call('HSET', KEYS[1], 'floor', floor)
-  if floor > tonumber(redis.call('HGET', KEYS[1], 'max') or '0') then
-    redis.call('HSET', KEYS[1], 'max', floor)
-  end
+  raiseMax(KEYS[1], floor)
   return floor
 end
-local left = 0
-if redis.call('HGET', KEYS[1], 'genesis') ~= '1' then
-  left = math.max(0, tonumber(since) + tonumber(ARGV[2] or '0') - now())
-end
+local left = quarantineLeft(KEYS[1], since, tonumber(ARGV[2] or '0'))
 redis.call('HSET', KEYS[1], 'genesis', '1')
 return left
