@@ -63,7 +63,7 @@ const watches = new WeakMap<Redis, ServerWatch>();
  * REPLICAOF, changes a server without a reconnect. Between readings the scripts still refuse a
  * server that is not a master (acquire.lua), and a failover or resync starts a new epoch there.
  */
-export const SERVER_REFRESH_MS = 10_000;
+const SERVER_REFRESH_MS = 10_000;
 
 /**
  * INFO at connect, at every reconnect and every SERVER_REFRESH_MS: the role, the run id (which

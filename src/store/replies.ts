@@ -12,11 +12,9 @@ export interface Refusal {
   why: 'taken' | 'queued';
   /**
    * The longest remaining PTTL among the held keys; undefined when none is held, or when a key
-   * is held without an expiry (then `forever`: it will not free itself).
+   * is held without an expiry (a user's key of the same name: it will not free itself).
    */
   heldForMs: number | undefined;
-  /** A held key has no expiry (a user's key of the same name). */
-  forever?: true;
   /** 0-based place in line; undefined when not in line. */
   place: number | undefined;
   /** The member's epoch id (undefined with quarantine and fencing off): a fence sync can be bound to it. */
@@ -55,7 +53,6 @@ export function decodeAcquire(reply: number | unknown[], settled: string, fencin
     return locked;
   }
   const refusal: Refusal = { why: status === 0 ? 'taken' : 'queued', heldForMs: a >= 0 ? a : undefined, place: b >= 0 ? b : undefined };
-  if (a === -2) refusal.forever = true;
   if (typeof c === 'string' && c !== '') refusal.epoch = c;
   const left = (reply as unknown[])[4];
   if (typeof left === 'number' && left >= 0) refusal.quarantinedForMs = left;
@@ -67,8 +64,6 @@ export interface FenceReply {
   /** The counter before. */
   highest: number;
   trusted: boolean;
-  /** The epoch the call ran in (undefined when it was refused for another epoch). */
-  epoch: string | undefined;
   /** The highest of the member's counters and floor, after the call. */
   max: number;
   /** The epoch is complete (brand new or given a floor): every resource reads trusted there. */
@@ -76,6 +71,8 @@ export interface FenceReply {
 }
 
 export function decodeFence(reply: unknown[]): FenceReply {
-  const [raised, highest, trusted, epoch, max, complete] = reply as [number, number, number, string | undefined, number | undefined, number | undefined];
-  return { raised: raised === 1, highest, trusted: trusted === 1, epoch: epoch ? String(epoch) : undefined, max: max ?? 0, complete: complete === 1 };
+  // The fourth element, the epoch the call ran in, is for redis-cli readers: the client binds
+  // calls to epochs it learned from acquire replies (src/quorum/fence.ts).
+  const [raised, highest, trusted, , max, complete] = reply as [number, number, number, unknown, number | undefined, number | undefined];
+  return { raised: raised === 1, highest, trusted: trusted === 1, max: max ?? 0, complete: complete === 1 };
 }
