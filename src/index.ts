@@ -1,11 +1,11 @@
 export { Redlock } from './redlock.js';
-export { Lock, type LockContext, type ReleaseResult } from './lock.js';
-export type { Member, MemberClient } from './member.js';
+export { Lock, type LockContext, type ReleaseResult } from './lock/lock.js';
+export type { Member, MemberClient } from './members/redis-member.js';
 export { LockAcquireError, LockExtendError, LockLostError, type AttemptOutcome, type AttemptRecord, type ExtendFailure, type LossCause } from './errors.js';
-export { defaults, MAX_TTL_MS, minTtl, type AcquireOptions, type UsingOptions, type ArgumentError, type Settings, type Logger, type RedlockOptions } from './options.js';
+export { defaults, MAX_TTL_MS, minTtl, type AcquireOptions, type UsingOptions, type ArgumentError, type Settings, type Logger, type RedlockOptions } from './options/check.js';
 export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
 export { quorumOf } from './quorum/tally.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
-export { fencedWrite, fenceKeyOf } from './fence-guard.js';
+export { fencedWrite, fenceKeyOf } from './fencing/guard.js';
 export { guardLua as FENCE_GUARD_LUA } from './lua/sources.js';
 export { channels } from './diagnostics.js';

@@ -2,10 +2,10 @@
  * Redlock: the members and the settings, and the entry points. The algorithm lives in
  * src/quorum (one round, one attempt, rollback) and src/attempts.ts (the retry loop).
  */
-import { acquireWithRetries, type Won } from './attempts.js';
+import { acquireWithRetries, type Won } from './quorum/acquire-loop.js';
 import { LockAcquireError } from './errors.js';
-import { Lock, type LockContext } from './lock.js';
-import { Member, type MemberClient } from './member.js';
+import { Lock, type LockContext } from './lock/lock.js';
+import { Member, type MemberClient } from './members/redis-member.js';
 import {
   type AcquireOptions,
   checkAcquireOptions,
@@ -21,9 +21,9 @@ import {
   type RedlockOptions,
   type Settings,
   type UsingOptions,
-} from './options.js';
+} from './options/check.js';
 import { Notifications } from './waiting/notifications.js';
-import { keepExtended } from './watchdog.js';
+import { keepExtended } from './lock/keep-extended.js';
 import { quorumOf } from './quorum/tally.js';
 
 export class Redlock implements LockContext {

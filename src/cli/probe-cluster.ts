@@ -3,7 +3,7 @@
  * epoch of each slot judged against the node that owns it. Never writes, never prints a value.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { slotOf } from '../slots.js';
+import { slotOf } from '../store/slots.js';
 import { allClusterEpochKeys, clusterEpochKey } from '../waiting/line.js';
 import { within } from './members.js';
 import { serverFacts } from '../store/server.js';

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Cluster } from 'ioredis';
-import type { MemberClient } from '../member.js';
+import type { MemberClient } from '../members/redis-member.js';
 import { EPOCH_KEY } from '../waiting/line.js';
 import { EPOCH_FIELDS, epochFields, serverFacts, whyNotCounting, type ServerFacts } from '../store/server.js';
 import { probeCluster } from './probe-cluster.js';

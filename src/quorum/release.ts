@@ -8,8 +8,8 @@
  * release from the client's queue when it reconnects, or never needs it: a restarted member
  * without persistence has lost the key anyway, and in every case the key expires by its TTL.
  */
-import type { Settings } from '../options.js';
-import type { Member } from '../member.js';
+import type { Settings } from '../options/check.js';
+import type { Member } from '../members/redis-member.js';
 import { lineKeys } from '../waiting/line.js';
 import { runRound, type RoundResult } from './round.js';
 import type { MemberVote, ReleaseAnswer } from './votes.js';

@@ -9,7 +9,7 @@
  * from each client's wall clock: clocks that disagree make the order less fair, never unsafe.
  */
 import { randomBytes } from 'node:crypto';
-import { allSlotTags, companionKey, slotOf, tagOfSlot } from '../slots.js';
+import { allSlotTags, companionKey, slotOf, tagOfSlot } from '../store/slots.js';
 
 /**
  * Per member: when its data began (its epoch), whether it was declared brand new, fence counters.

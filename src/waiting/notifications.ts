@@ -21,8 +21,8 @@
  */
 import type { Redis } from 'ioredis';
 import type { Clock } from '../clock/index.js';
-import type { Member } from '../member.js';
-import type { Logger } from '../options.js';
+import type { Member } from '../members/redis-member.js';
+import type { Logger } from '../options/check.js';
 import { quorumOf } from '../quorum/tally.js';
 import { waiterChannel } from './line.js';
 

@@ -7,8 +7,8 @@
 import Redis from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
-import { memberId } from '../../src/member.js';
-import { retryDelayMs } from '../../src/attempts.js';
+import { memberId } from '../../src/members/redis-member.js';
+import { retryDelayMs } from '../../src/quorum/acquire-loop.js';
 import {
   type ArgumentError,
   checkAcquireOptions,
@@ -21,7 +21,7 @@ import {
   minTtl,
   type RedlockOptions,
   type Settings,
-} from '../../src/options.js';
+} from '../../src/options/check.js';
 
 const lazy: Redis[] = [];
 function lazyClient(options: { host?: string; port?: number; db?: number } = {}): Redis {

@@ -1,8 +1,8 @@
 /** Cluster slots: the checksum against ioredis' own router, and keys that stay in their slot. */
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import { checkSameSlot, checkMembers } from '../../src/options.js';
-import { allSlotTags, clusterPrefixWorks, companionKey, hashTagOf, slotOf, tagOfSlot } from '../../src/slots.js';
+import { checkSameSlot, checkMembers } from '../../src/options/check.js';
+import { allSlotTags, clusterPrefixWorks, companionKey, hashTagOf, slotOf, tagOfSlot } from '../../src/store/slots.js';
 import { acquireKeys, clusterEpochKey, lineKeys } from '../../src/waiting/line.js';
 
 // The package ioredis routes cluster commands with: our slots must be its slots.

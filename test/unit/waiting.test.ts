@@ -3,7 +3,7 @@
  * for several resources keeps its places in line (LineTurns).
  */
 import { describe, expect, it } from 'vitest';
-import { nextTryMs } from '../../src/attempts.js';
+import { nextTryMs } from '../../src/quorum/acquire-loop.js';
 import type { MemberVote } from '../../src/quorum/votes.js';
 import { LineTurns } from '../../src/waiting/line.js';
 

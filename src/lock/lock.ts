@@ -3,14 +3,14 @@
  * extend() renews this same handle (no new object to swap in); release() is idempotent.
  */
 import { inspect } from 'node:util';
-import { setBackgroundTimer } from './clock/index.js';
-import { channels, publish } from './diagnostics.js';
-import { LockExtendError, LockLostError } from './errors.js';
-import type { Member } from './member.js';
-import { checkTtl, type Settings } from './options.js';
-import { extendOn, type ExtendAnswer } from './quorum/extend.js';
-import { releaseOn } from './quorum/release.js';
-import { describeVotes, type LockAnswer, type MemberVote, type ReleaseAnswer } from './quorum/votes.js';
+import { setBackgroundTimer } from '../clock/index.js';
+import { channels, publish } from '../diagnostics.js';
+import { LockExtendError, LockLostError } from '../errors.js';
+import type { Member } from '../members/redis-member.js';
+import { checkTtl, type Settings } from '../options/check.js';
+import { extendOn, type ExtendAnswer } from '../quorum/extend.js';
+import { releaseOn } from '../quorum/release.js';
+import { describeVotes, type LockAnswer, type MemberVote, type ReleaseAnswer } from '../quorum/votes.js';
 
 export interface ReleaseResult {
   /**

@@ -3,9 +3,9 @@
  * bad input fails here with a TypeError or RangeError naming the parameter and its range, so
  * nothing is ever sent, let alone half-locked.
  */
-import { type Clock, driftMs, systemClock } from './clock/index.js';
-import { memberId, type MemberClient } from './member.js';
-import { clusterPrefixWorks, slotOf } from './slots.js';
+import { type Clock, driftMs, systemClock } from '../clock/index.js';
+import { memberId, type MemberClient } from '../members/redis-member.js';
+import { clusterPrefixWorks, slotOf } from '../store/slots.js';
 
 /** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
 export interface Logger {

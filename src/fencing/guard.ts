@@ -4,7 +4,7 @@
  * carries the lock's fence and the store refuses tokens lower than the highest it has seen.
  */
 import type { Redis } from 'ioredis';
-import { guardLua } from './lua/sources.js';
+import { guardLua } from '../lua/sources.js';
 
 /** The key that remembers the highest token seen for `key`, in the same hash slot. */
 export function fenceKeyOf(key: string): string {

@@ -4,7 +4,7 @@
  * member that restarted with an empty script cache still works without an extra round trip.
  */
 import type { Redis } from 'ioredis';
-import { acquireLua, extendLua, fenceLua, leaveLua, releaseLua, trustLua } from './sources.js';
+import { acquireLua, extendLua, fenceLua, leaveLua, releaseLua, trustLua } from '../lua/sources.js';
 
 /** The commands quorumlock adds to a client. Prefixed so they cannot clash with the user's own. */
 export interface ScriptCommands {

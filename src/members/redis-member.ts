@@ -3,11 +3,11 @@
  * the user's: quorumlock never connects, quits or subscribes with it.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { keepOutOfAutoPipelining, registerScripts, type ScriptCommands } from './lua/scripts.js';
-import type { Logger } from './options.js';
-import { serverFacts, whyNotCounting, type ServerFacts } from './store/server.js';
-import { decodeAcquire, decodeFence, NOT_COUNTING, type FenceReply, type Locked, type Refusal } from './store/replies.js';
-import { allClusterEpochKeys, clusterEpochKey, EPOCH_KEY, lineKeys, type Waiter } from './waiting/line.js';
+import { keepOutOfAutoPipelining, registerScripts, type ScriptCommands } from '../store/scripts.js';
+import type { Logger } from '../options/check.js';
+import { serverFacts, whyNotCounting, type ServerFacts } from '../store/server.js';
+import { decodeAcquire, decodeFence, NOT_COUNTING, type FenceReply, type Locked, type Refusal } from '../store/protocol.js';
+import { allClusterEpochKeys, clusterEpochKey, EPOCH_KEY, lineKeys, type Waiter } from '../waiting/line.js';
 
 interface ClientShape {
   options?: { keyPrefix?: string; host?: string; port?: number; path?: string; db?: number; name?: string; sentinels?: { host?: string; port?: number }[] | null };

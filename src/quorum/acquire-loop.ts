@@ -13,16 +13,16 @@
  * a free resource from everyone for as long as another of its resources is held.
  */
 import pTimeout from 'p-timeout';
-import { driftMs, timersOf } from './clock/index.js';
-import { channels, publish } from './diagnostics.js';
-import { LockAcquireError, type AttemptRecord } from './errors.js';
-import type { Member } from './member.js';
-import type { AttemptPolicy, Settings } from './options.js';
-import { attemptLock, type AttemptResult } from './quorum/attempt.js';
-import { quorumOf } from './quorum/tally.js';
-import { describeVotes, type MemberVote } from './quorum/votes.js';
-import { leaseFor, LineTurns, lineKeys, newWaiterId, type Waiter } from './waiting/line.js';
-import type { Notifications, Watch } from './waiting/notifications.js';
+import { driftMs, timersOf } from '../clock/index.js';
+import { channels, publish } from '../diagnostics.js';
+import { LockAcquireError, type AttemptRecord } from '../errors.js';
+import type { Member } from '../members/redis-member.js';
+import type { AttemptPolicy, Settings } from '../options/check.js';
+import { attemptLock, type AttemptResult } from './acquire.js';
+import { quorumOf } from './tally.js';
+import { describeVotes, type MemberVote } from './votes.js';
+import { leaseFor, LineTurns, lineKeys, newWaiterId, type Waiter } from '../waiting/line.js';
+import type { Notifications, Watch } from '../waiting/notifications.js';
 
 export type Won = Extract<AttemptResult, { won: true }>;
 

@@ -15,7 +15,7 @@
  * reacquisitions, so that a stuck holder cannot keep a resource forever; retries of one due
  * extension are not more reacquisitions.
  */
-import { type Clock, setBackgroundTimer } from './clock/index.js';
+import { type Clock, setBackgroundTimer } from '../clock/index.js';
 import type { Lock } from './lock.js';
 
 /** A retry comes after this share of the remaining validity: a few tries fit, each in time. */
