@@ -1,8 +1,10 @@
-export { Redlock } from './redlock.js';
-export { Lock, type LockContext, type ReleaseResult } from './lock/lock.js';
-export type { Member, MemberClient } from './members/redis-member.js';
+export { Redlock, type MemberStatus } from './redlock.js';
+export type { Lock, ReleaseResult } from './lock/lock.js';
+export type { MemberClient } from './members/id.js';
 export { LockAcquireError, LockExtendError, LockLostError, type AttemptOutcome, type AttemptRecord, type ExtendFailure, type LossCause } from './errors.js';
-export { defaults, MAX_TTL_MS, minTtl, type AcquireOptions, type UsingOptions, type ArgumentError, type Settings, type Logger, type RedlockOptions } from './options/check.js';
+export { minTtl } from './options/check.js';
+export { defaults, MAX_TTL_MS, type AcquireOptions, type UsingOptions, type Settings, type Logger, type RedlockOptions } from './options/settings.js';
+export type { ArgumentError } from './options/check.js';
 export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
 export { quorumOf } from './quorum/tally.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';

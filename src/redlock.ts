@@ -5,9 +5,9 @@
 import { acquireWithRetries, type Won } from './quorum/acquire-loop.js';
 import { LockAcquireError } from './errors.js';
 import { Lock, type LockContext } from './lock/lock.js';
-import { Member, type MemberClient } from './members/redis-member.js';
+import type { MemberClient } from './members/id.js';
+import { RedisMember } from './members/redis-member.js';
 import {
-  type AcquireOptions,
   checkAcquireOptions,
   checkExtendThreshold,
   checkFenceFloor,
@@ -18,17 +18,34 @@ import {
   checkSameSlot,
   checkSettings,
   checkTtl,
-  type RedlockOptions,
-  type Settings,
-  type UsingOptions,
 } from './options/check.js';
+import type { AcquireOptions, RedlockOptions, Settings, UsingOptions } from './options/settings.js';
 import { Notifications } from './waiting/notifications.js';
 import { keepExtended } from './lock/keep-extended.js';
 import { quorumOf } from './quorum/tally.js';
 
-export class Redlock implements LockContext {
-  readonly members: readonly Member[];
+/** What a member looks like from outside: its name, and what it said about itself at its last reading. */
+export interface MemberStatus {
+  /** host:port/db, socket/db, sentinel:name@sentinels/db, or cluster:nodes. */
+  readonly id: string;
+  /** The role at the last (re)connect or refresh: 'master', 'slave', ...; undefined before the first reading. */
+  readonly role: string | undefined;
+  /** Why its yes does not count now (not a master, may evict lock keys, the same server as another member), or undefined. */
+  readonly notCounting: string | undefined;
+}
+
+/** @internal What a Redlock's locks and tests reach that its users do not. */
+const internals = new WeakMap<Redlock, LockContext>();
+
+/** @internal The members and settings of `redlock`, for its Lock handles (and tests that forge one). */
+export function contextOf(redlock: Redlock): LockContext {
+  return internals.get(redlock)!;
+}
+
+export class Redlock {
   readonly settings: Settings;
+  readonly #members: readonly RedisMember[];
+  readonly #context: LockContext;
   readonly #notifications: Notifications;
 
   /**
@@ -38,10 +55,17 @@ export class Redlock implements LockContext {
    */
   constructor(clients: readonly MemberClient[], options: RedlockOptions = {}) {
     this.settings = Object.freeze(checkSettings(options));
-    this.members = Object.freeze(checkMembers(clients).map((client) => new Member(client, this.settings.logger)));
-    this.#notifications = new Notifications(this.members, this.settings.logger);
-    for (const member of this.members) member.onServerFacts(() => this.#markDuplicates());
+    this.#members = Object.freeze(checkMembers(clients).map((client) => new RedisMember(client, this.settings.logger)));
+    this.#context = Object.freeze({ members: this.#members, settings: this.settings });
+    internals.set(this, this.#context);
+    this.#notifications = new Notifications(this.#members, this.settings.logger);
+    for (const member of this.#members) member.onServerFacts(() => this.#markDuplicates());
     this.#markDuplicates();
+  }
+
+  /** Each member as it is now: its id, its role and whether it counts. A fresh snapshot per read. */
+  get members(): readonly MemberStatus[] {
+    return this.#members.map(({ id, role, notCounting }) => Object.freeze({ id, role, notCounting }));
   }
 
   /**
@@ -51,7 +75,7 @@ export class Redlock implements LockContext {
    */
   #markDuplicates(): void {
     const first = new Map<string, string>();
-    for (const member of this.members) {
+    for (const member of this.#members) {
       const server = member.serverId;
       const earlier = server === undefined ? undefined : first.get(server);
       if (server !== undefined && earlier === undefined) first.set(server, member.id);
@@ -81,7 +105,7 @@ export class Redlock implements LockContext {
   async trustMembers(): Promise<{ member: string; trusted: boolean; quarantineLeftMs?: number; error?: Error }[]> {
     const { maxLockTtl } = this.settings;
     return Promise.all(
-      this.members.map((member) =>
+      this.#members.map((member) =>
         member.trust(maxLockTtl).then(
           (left) => ({ member: member.id, trusted: true, quarantineLeftMs: left }),
           (error: Error) => ({ member: member.id, trusted: false, error }),
@@ -104,7 +128,7 @@ export class Redlock implements LockContext {
   async restoreFencing(floor: number): Promise<{ member: string; restored: boolean; counter?: number; error?: Error }[]> {
     checkFenceFloor(floor);
     const results = await Promise.all(
-      this.members.map((member) =>
+      this.#members.map((member) =>
         member.restoreFencing(floor).then(
           (counter) => ({ member: member.id, restored: true, counter }),
           (error: Error) => ({ member: member.id, restored: false, error }),
@@ -117,7 +141,7 @@ export class Redlock implements LockContext {
 
   /** Votes needed: floor(N/2) + 1. */
   get quorum(): number {
-    return quorumOf(this.members.length);
+    return quorumOf(this.#members.length);
   }
 
   /**
@@ -130,7 +154,7 @@ export class Redlock implements LockContext {
     const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
     const policy = checkAcquireOptions(options, this.settings);
-    return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy, this.#notifications));
+    return this.#handle(names, await acquireWithRetries(this.#members, this.settings, names, ttl, policy, this.#notifications));
   }
 
   /**
@@ -144,7 +168,7 @@ export class Redlock implements LockContext {
     checkOptionsObject(options);
     const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
     try {
-      return this.#handle(names, await acquireWithRetries(this.members, this.settings, names, ttl, policy, this.#notifications));
+      return this.#handle(names, await acquireWithRetries(this.#members, this.settings, names, ttl, policy, this.#notifications));
     } catch (error) {
       if (error instanceof LockAcquireError && error.outcome === 'taken') return null;
       throw error;
@@ -180,11 +204,11 @@ export class Redlock implements LockContext {
 
   #resources(resources: string | readonly string[]): string[] {
     const names = checkResources(resources);
-    checkSameSlot(names, this.members);
+    checkSameSlot(names, this.#members);
     return names;
   }
 
   #handle(resources: readonly string[], won: Won): Lock {
-    return new Lock(this, resources, won.value, won.deadline, won.round.votes, won.fence);
+    return new Lock(this.#context, resources, won.value, won.deadline, won.round.votes, won.fence);
   }
 }

@@ -3,7 +3,7 @@
  * connecting with bounded per-command timeouts, closing.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { memberId, type MemberClient } from '../members/redis-member.js';
+import { memberId, type MemberClient } from '../members/id.js';
 import { UsageError } from './errors.js';
 
 export interface NodeAddress {

@@ -4,10 +4,10 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { slotOf } from '../store/slots.js';
-import { allClusterEpochKeys, clusterEpochKey } from '../waiting/line.js';
+import { allClusterEpochKeys, clusterEpochKey, EPOCH_FIELDS } from '../store/keys.js';
 import { within } from './members.js';
 import { serverFacts } from '../store/server.js';
-import { EPOCH_FIELDS, epochOf, lockOf, message, msOf, unreachable, type EpochState, type MemberProbe, type ProbeOptions, type State } from './probe.js';
+import { epochOf, lockOf, message, msOf, unreachable, type EpochState, type MemberProbe, type ProbeOptions, type State } from './probe.js';
 
 /**
  * Resolves once the Cluster knows its slots (it is 'ready'); rejects at its first error (every

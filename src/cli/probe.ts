@@ -2,13 +2,10 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Cluster } from 'ioredis';
-import type { MemberClient } from '../members/redis-member.js';
-import { EPOCH_KEY } from '../waiting/line.js';
-import { EPOCH_FIELDS, epochFields, serverFacts, whyNotCounting, type ServerFacts } from '../store/server.js';
+import type { MemberClient } from '../members/id.js';
+import { EPOCH_FIELDS, EPOCH_KEY, epochFields } from '../store/keys.js';
+import { serverFacts, whyNotCounting, type ServerFacts } from '../store/server.js';
 import { probeCluster } from './probe-cluster.js';
-
-/** The epoch hash the acquire script keeps on every member (README, "Restart quarantine"); one per slot on a cluster. */
-export { EPOCH_KEY };
 
 export type State = 'trusted' | 'quarantined' | 'none' | 'stale';
 
@@ -75,7 +72,6 @@ export function fingerprint(value: string): string {
 
 export const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-export { EPOCH_FIELDS };
 /** TIME → ms. */
 export const msOf = (time: readonly (string | number)[]) => Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
 

@@ -1,99 +1,13 @@
 /**
- * Settings, their defaults, and the checks that run before any network call. Pure functions:
+ * The checks that run before any network call (types and defaults: options/settings.ts). Pure functions:
  * bad input fails here with a TypeError or RangeError naming the parameter and its range, so
  * nothing is ever sent, let alone half-locked.
  */
 import { type Clock, driftMs, systemClock } from '../clock/index.js';
-import { memberId, type MemberClient } from '../members/redis-member.js';
+import { memberId, type MemberClient } from '../members/id.js';
+import { isReservedName, RESERVED_PREFIX } from '../store/keys.js';
 import { clusterPrefixWorks, slotOf } from '../store/slots.js';
-
-/** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
-export interface Logger {
-  debug(object: object, message: string): void;
-  info(object: object, message: string): void;
-  warn(object: object, message: string): void;
-  error(object: object, message: string): void;
-}
-
-export interface RedlockOptions {
-  /** Clock drift allowance per ms of TTL: drift = ttl × driftFactor + 2 ms. In [0, 0.5). Default 0.01. */
-  driftFactor?: number;
-  /** Attempts after the first; 0 = one attempt; Infinity = until waitTimeout or the signal. Default 10. */
-  retryCount?: number;
-  /** Milliseconds between attempts. Default 200. */
-  retryDelay?: number;
-  /** Up to this many ms are added to or taken from each delay at random, so competing clients drift apart. Default 100. */
-  retryJitter?: number;
-  /**
-   * Milliseconds each member gets to answer each call (acquire, extend, release). A member slower
-   * than this is counted as not voting. Default 50: the Redis docs suggest 5–50 ms for a 10 s TTL;
-   * raise it for members across slow links. Must be smaller than every ttl.
-   */
-  nodeTimeout?: number;
-  /** A pino logger (or anything with debug/info/warn/error(object, message)). Default: silent. */
-  logger?: Logger;
-  /** Where time comes from. Default: the monotonic system clock. Tests and simulators inject a ManualClock. */
-  clock?: Clock;
-  /**
-   * The longest ttl this Redlock may use (acquire and extend), and the length of the restart
-   * quarantine: a member whose data is younger than this (it restarted without persistence, was
-   * flushed, or is new) does not count toward quorum. Every client of the same resources must use
-   * a maxLockTtl at least as long as the longest ttl any of them uses. Default 60 000 ms.
-   */
-  maxLockTtl?: number;
-  /**
-   * false turns the restart quarantine off. Unsafe: a member that restarts empty can then let a
-   * second client in while the first still holds the lock. For demonstrating that hazard. Default true.
-   */
-  quarantine?: boolean;
-}
-
-export interface AcquireOptions {
-  retryCount?: number;
-  retryDelay?: number;
-  retryJitter?: number;
-  /**
-   * Overall budget in ms for this acquire, all attempts and delays included. Default:
-   * (retryCount + 1) × (nodeTimeout + max(nodeTimeout, retryDelay + retryJitter)), enough for
-   * every attempt and its rollback.
-   */
-  waitTimeout?: number;
-  /** Cancels the acquire: it rolls back whatever it set and rejects with `signal.reason`. */
-  signal?: AbortSignal;
-  /**
-   * Issue `lock.fence`, a token that strictly increases for each resource across all clients, for
-   * the protected resource to reject stale writers. Costs one more round to the members.
-   */
-  fencing?: boolean;
-}
-
-export interface Settings {
-  driftFactor: number;
-  retryCount: number;
-  retryDelay: number;
-  retryJitter: number;
-  nodeTimeout: number;
-  logger: Logger;
-  clock: Clock;
-  maxLockTtl: number;
-  quarantine: boolean;
-}
-
-export const defaults = {
-  driftFactor: 0.01,
-  retryCount: 10,
-  retryDelay: 200,
-  retryJitter: 100,
-  nodeTimeout: 50,
-  maxLockTtl: 60_000,
-  quarantine: true,
-} as const;
-
-/** Redis accepts larger PX values, but Node timers (auto-extension) do not go beyond this. */
-export const MAX_TTL_MS = 2_147_483_647;
-
-const silent = (): void => {};
-export const silentLogger: Logger = { debug: silent, info: silent, warn: silent, error: silent };
+import { defaults, MAX_TTL_MS, silentLogger, type AcquireOptions, type AttemptPolicy, type Logger, type RedlockOptions, type Settings } from './settings.js';
 
 /** A TypeError or RangeError that also names the offending parameter in `parameter`. */
 export type ArgumentError = (TypeError | RangeError) & { parameter: string };
@@ -223,18 +137,6 @@ export function checkResources(resources: unknown): string[] {
 }
 
 /**
- * The names of quorumlock's own keys: the epoch hash (quorumlock:epoch, and one per slot on a
- * Cluster), and each resource's line and leases (`{name}:quorumlock:line`, `name:quorumlock:line`,
- * `{tag}:quorumlock:line:name`; see companionKey). Locking one of them would overwrite it, or wait
- * on a key that never expires (the epoch has no TTL), retrying forever.
- */
-const RESERVED_PREFIX = 'quorumlock:';
-
-function isReservedName(name: string): boolean {
-  return name.startsWith(RESERVED_PREFIX) || name.includes(`:${RESERVED_PREFIX}`);
-}
-
-/**
  * A script runs on one node of a Redis Cluster and may only touch keys of one slot: on a cluster
  * member, every resource of one lock must hash to the same slot (a shared hash tag does that).
  */
@@ -281,15 +183,6 @@ export function checkTtl(ttl: unknown, settings: Pick<Settings, 'driftFactor' | 
   return ttl;
 }
 
-export interface AttemptPolicy {
-  fencing: boolean;
-  retryCount: number;
-  retryDelay: number;
-  retryJitter: number;
-  waitTimeout: number;
-  signal: AbortSignal | undefined;
-}
-
 export function checkOptionsObject(options: unknown): void {
   if (options !== undefined && (typeof options !== 'object' || options === null)) throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
 }
@@ -314,20 +207,6 @@ export function checkAcquireOptions(options: AcquireOptions | undefined, setting
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw argumentError(TypeError, 'signal', `must be an AbortSignal, got ${show(signal)}`);
   const fencing = options?.fencing === undefined ? false : checkBoolean('fencing', options.fencing);
   return { ...retries, waitTimeout, signal, fencing };
-}
-
-export interface UsingOptions extends AcquireOptions {
-  /**
-   * Extend when the remaining validity drops to this many ms. Default: a third of the ttl. Must
-   * leave room for one extension round: more than nodeTimeout, less than ttl − drift − nodeTimeout.
-   */
-  extendThreshold?: number;
-  /**
-   * The most times the lock is extended; after that it runs out and the signal aborts with
-   * reason 'expired'. The Redis docs ask for a bound on reacquisitions, so that a stuck holder
-   * cannot keep a resource forever. Default Infinity.
-   */
-  maxExtensions?: number;
 }
 
 export function checkMaxExtensions(value: unknown): number {

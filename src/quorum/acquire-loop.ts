@@ -16,12 +16,12 @@ import pTimeout from 'p-timeout';
 import { driftMs, timersOf } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
 import { LockAcquireError, type AttemptRecord } from '../errors.js';
-import type { Member } from '../members/redis-member.js';
-import type { AttemptPolicy, Settings } from '../options/check.js';
+import type { Member } from '../members/member.js';
+import type { AttemptPolicy, Settings } from '../options/settings.js';
 import { attemptLock, type AttemptResult } from './acquire.js';
 import { quorumOf } from './tally.js';
 import { describeVotes, type MemberVote } from './votes.js';
-import { leaseFor, LineTurns, lineKeys, newWaiterId, type Waiter } from '../waiting/line.js';
+import { leaseFor, LineTurns, newWaiterId, type Waiter } from '../waiting/line.js';
 import type { Notifications, Watch } from '../waiting/notifications.js';
 
 export type Won = Extract<AttemptResult, { won: true }>;
@@ -58,8 +58,7 @@ function expiryMs(vote: MemberVote): number {
 
 /** Gives up places in line, without waiting: a member that does not hear it drops us when our lease runs out. */
 function leaveLine(members: readonly Member[], resources: readonly string[], waiter: Waiter): void {
-  const keys = lineKeys(resources);
-  for (const member of members) member.leave(keys, waiter.id).catch(() => undefined);
+  for (const member of members) member.leave(resources, waiter.id).catch(() => undefined);
 }
 
 export async function acquireWithRetries(

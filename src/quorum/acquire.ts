@@ -6,12 +6,12 @@ import { randomBytes } from 'node:crypto';
 import { deadlineOf, driftMs } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
-import type { AcquireRequest, Member } from '../members/redis-member.js';
-import type { Settings } from '../options/check.js';
+import type { AcquireRequest, Member } from '../members/member.js';
+import type { Settings } from '../options/settings.js';
 import { fenceToken, type Fence, type FenceReading } from './fence.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
-import { acquireKeys, type Waiter } from '../waiting/line.js';
+import type { Waiter } from '../store/protocol.js';
 import { isLocked, type Answered, type LockAnswer, type MemberVote } from './votes.js';
 
 const POOL_VALUES = 256;
@@ -51,9 +51,9 @@ interface FenceView {
   epochs: (string | undefined)[];
 }
 
-function acquireSender(keys: readonly string[], request: AcquireRequest, view: FenceView) {
+function acquireSender(resources: readonly string[], request: AcquireRequest, view: FenceView) {
   return (member: Member, index: number): Promise<Answered<LockAnswer>> =>
-    member.acquire(keys, request).then((result) => {
+    member.acquire(resources, request).then((result) => {
       // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
       if (request.quarantineMs > 0 && result.quarantinedForMs === 0) view.epochs[index] = result.epoch;
       if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place };
@@ -88,7 +88,7 @@ export async function attemptLock(
   let round: RoundResult<LockAnswer>;
   let fenced: Fence | undefined;
   try {
-    round = await runRound({ operation: 'acquire', members, send: acquireSender(acquireKeys(resources), request, view), counts: isLocked, ...deadlines, waitForAll: false, clock, signal });
+    round = await runRound({ operation: 'acquire', members, send: acquireSender(resources, request, view), counts: isLocked, ...deadlines, waitForAll: false, clock, signal });
     if (round.won && fencing) {
       // One turn of the event loop first: the round was decided at the quorum-th answer, and the
       // others that reached the socket in the same poll are read now. Their epochs can then be

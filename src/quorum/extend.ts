@@ -31,8 +31,8 @@
  */
 import { deadlineOf, driftMs } from '../clock/index.js';
 import type { LossCause } from '../errors.js';
-import type { Member } from '../members/redis-member.js';
-import type { Settings } from '../options/check.js';
+import type { Member } from '../members/member.js';
+import type { Settings } from '../options/settings.js';
 import { runRound, type RoundResult } from './round.js';
 import { quorumOf } from './tally.js';
 

@@ -1,8 +1,8 @@
 /**
  * Fencing tokens: one more round after a lock is won, on the same members.
  */
-import type { Member } from '../members/redis-member.js';
-import type { Settings } from '../options/check.js';
+import type { Member } from '../members/member.js';
+import type { Settings } from '../options/settings.js';
 import { runRound } from './round.js';
 import { quorumOf } from './tally.js';
 import { isLocked, type LockAnswer } from './votes.js';

@@ -8,9 +8,8 @@
  * release from the client's queue when it reconnects, or never needs it: a restarted member
  * without persistence has lost the key anyway, and in every case the key expires by its TTL.
  */
-import type { Settings } from '../options/check.js';
-import type { Member } from '../members/redis-member.js';
-import { lineKeys } from '../waiting/line.js';
+import type { Settings } from '../options/settings.js';
+import type { Member } from '../members/member.js';
 import { runRound, type RoundResult } from './round.js';
 import type { MemberVote, ReleaseAnswer } from './votes.js';
 
@@ -30,11 +29,10 @@ export function releaseOn(
   /** With a limit, a member still working through a backlog of ours is waited for up to it (RoundSpec.limitMs). */
   limitMs?: number,
 ): Promise<RoundResult<ReleaseAnswer>> {
-  const keys = lineKeys(resources);
   return runRound<ReleaseAnswer>({
     operation: 'release',
     members,
-    send: (member) => member.release(keys, value).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
+    send: (member) => member.release(resources, value).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
     counts: answered,
     timeoutMs: settings.nodeTimeout,
     limitMs,

@@ -28,7 +28,7 @@
  */
 import type { Clock } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
-import type { Member } from '../members/redis-member.js';
+import type { Member } from '../members/member.js';
 import { decide, quorumOf } from './tally.js';
 import type { Answered, MemberVote } from './votes.js';
 

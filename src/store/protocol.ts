@@ -1,7 +1,49 @@
 /**
- * The replies of the acquire and fence scripts (src/lua/acquire.lua, fence.lua), decoded in one
- * place: members, the simulator and tests read these types, never the raw tuples.
+ * The protocol of each script (src/lua/*.lua): its KEYS, its ARGV and its reply, as types with
+ * one encoder and one decoder each. Members send through these; the drift simulator's member
+ * (bench/drift/sim-member.ts) reads arguments and builds replies through them; nobody else
+ * spells an argument's position or a reply tuple.
+ *
+ * KEYS are always resourceKeys() (3 per resource: lock, line, leases; keys.ts) or the lock keys
+ * alone, with the member's epoch hash last where a script keeps epochs.
  */
+
+// --- acquire.lua ------------------------------------------------------------------------------
+
+/** A place in the lines of waiters (waiting/line.ts), as the acquire script takes it. */
+export interface Waiter {
+  /** Random, not secret: it only names a place in line. */
+  id: string;
+  /** Arrival order: lower goes first. */
+  ticket: number;
+  /** How long a refused caller keeps its place without coming back; 0 = does not join the line. */
+  leaseMs: number;
+}
+
+export interface AcquireRequest {
+  value: string;
+  ttlMs: number;
+  waiter: Waiter;
+  /** 0 = quarantine off. */
+  quarantineMs: number;
+  fencing: boolean;
+}
+
+/**
+ * KEYS: resourceKeys(resources), then the epoch hash.
+ * ARGV: value, ttl ms, waiter id, ticket, lease ms, quarantine ms, fencing (1/0), and `settled`:
+ * the id of the epoch the caller last saw past this quarantine ('' = none).
+ */
+export function acquireArgs(request: AcquireRequest, settled: string): (string | number)[] {
+  const { value, ttlMs, waiter, quarantineMs, fencing } = request;
+  return [value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0, settled];
+}
+
+/** acquireArgs() as a script receives them (strings), for simulators of the script. */
+export function readAcquireArgs(argv: readonly string[]): AcquireRequest & { settled: string } {
+  const [value = '', ttl, id = '', ticket, lease, quarantine, fencing, settled = ''] = argv;
+  return { value, ttlMs: Number(ttl), waiter: { id, ticket: Number(ticket), leaseMs: Number(lease) }, quarantineMs: Number(quarantine), fencing: fencing === '1', settled };
+}
 
 /** quarantinedForMs of a member that must not count at all while its condition lasts. */
 export const NOT_COUNTING = Number.MAX_SAFE_INTEGER;
@@ -38,25 +80,86 @@ export interface Locked {
   notCounting?: string;
 }
 
+/** The acquire script's status codes (the first element of a tuple reply). */
+const ACQUIRE = { taken: 0, locked: 1, queued: 2, quarantined: 3, notMaster: 4 } as const;
+
+/**
+ * The acquire script's replies, for simulators: a bare 1 (locked, in the epoch the caller passed
+ * as settled, or with quarantine and fencing off); {1 | 3, ms left, counter, trusted, epoch id};
+ * {4} (not a plain master, nothing set); {0 | 2, heldForMs (-1 none held, -2 no expiry), place
+ * (-1 not in line), epoch id, quarantine left (-1 not known)}.
+ */
+export const acquireReply = {
+  settled: () => 1 as const,
+  locked: (quarantineLeftMs: number, epoch: string, fence: { highest: number; trusted: boolean } = { highest: 0, trusted: false }) =>
+    [quarantineLeftMs > 0 ? ACQUIRE.quarantined : ACQUIRE.locked, quarantineLeftMs, fence.highest, fence.trusted ? 1 : 0, epoch] as const,
+  notMaster: () => [ACQUIRE.notMaster] as const,
+  refused: (why: Refusal['why'], heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1) =>
+    [why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs] as const,
+};
+
 /**
  * acquire.lua's reply. `settled` is the epoch id the call passed as already past its quarantine:
  * a bare 1 then means "locked, in that epoch". `fencing`: the call asked for the fence counter.
  */
 export function decodeAcquire(reply: number | unknown[], settled: string, fencing: boolean): Locked | Refusal {
-  if (reply === 1) return settled === '' ? { quarantinedForMs: 0 } : { quarantinedForMs: 0, epoch: settled };
+  if (reply === ACQUIRE.locked) return settled === '' ? { quarantinedForMs: 0 } : { quarantinedForMs: 0, epoch: settled };
   const [status, a, b, c, epoch] = reply as [number, number, number, number | string, string | undefined];
-  if (status === 4) return { quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' };
-  if (status === 1 || status === 3) {
+  if (status === ACQUIRE.notMaster) return { quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' };
+  if (status === ACQUIRE.locked || status === ACQUIRE.quarantined) {
     const locked: Locked = { quarantinedForMs: a };
     if (epoch !== undefined) locked.epoch = String(epoch);
     if (fencing) locked.fence = { highest: b, trusted: c === 1 };
     return locked;
   }
-  const refusal: Refusal = { why: status === 0 ? 'taken' : 'queued', heldForMs: a >= 0 ? a : undefined, place: b >= 0 ? b : undefined };
+  const refusal: Refusal = { why: status === ACQUIRE.taken ? 'taken' : 'queued', heldForMs: a >= 0 ? a : undefined, place: b >= 0 ? b : undefined };
   if (typeof c === 'string' && c !== '') refusal.epoch = c;
   const left = (reply as unknown[])[4];
   if (typeof left === 'number' && left >= 0) refusal.quarantinedForMs = left;
   return refusal;
+}
+
+// --- extend.lua -------------------------------------------------------------------------------
+
+/** KEYS: the lock keys. ARGV: value, ttl ms. */
+export const extendArgs = (value: string, ttlMs: number): (string | number)[] => [value, ttlMs];
+
+/**
+ * 'extended': every key held `value` and now lives `ttlMs`. Otherwise nothing changed: 'gone', a
+ * key no longer exists (expired, evicted, deleted, forgotten in a restart); 'taken', a key holds
+ * another value.
+ */
+export type ExtendReply = 'extended' | 'gone' | 'taken';
+
+const EXTEND: Record<ExtendReply, number> = { extended: 1, gone: 0, taken: -1 };
+
+export const extendReply = (reply: ExtendReply): number => EXTEND[reply];
+
+/** An unknown code throws: it is never read as a yes. */
+export function decodeExtend(status: unknown): ExtendReply {
+  if (status === EXTEND.extended) return 'extended';
+  if (status === EXTEND.gone) return 'gone';
+  if (status === EXTEND.taken) return 'taken';
+  throw new Error(`quorumlock: unexpected reply from the extend script: ${String(status)}`);
+}
+
+// --- release.lua, leave.lua -------------------------------------------------------------------
+
+/** KEYS: resourceKeys(resources). ARGV: value. Reply: how many lock keys held it and were deleted. */
+export const releaseArgs = (value: string): string[] => [value];
+
+/** KEYS: resourceKeys(resources). ARGV: waiter id. Reply: 1. */
+export const leaveArgs = (waiterId: string): string[] => [waiterId];
+
+// --- fence.lua --------------------------------------------------------------------------------
+
+/**
+ * KEYS: the lock keys, then the epoch hash. ARGV: value, token, mode, the epoch id the call is
+ * bound to ('' for a propose to a member not heard in the acquire round), and with 'sync' the
+ * floor for an incomplete epoch ('' = none).
+ */
+export function fenceArgs(value: string, token: number, mode: 'propose' | 'sync', epoch: string, floor: number | undefined): (string | number)[] {
+  return [value, token, mode, epoch, floor ?? ''];
 }
 
 export interface FenceReply {
@@ -70,9 +173,19 @@ export interface FenceReply {
   complete: boolean;
 }
 
+/** fence.lua's reply: {raised, highest, trusted, epoch id (for redis-cli readers), max, complete}. */
 export function decodeFence(reply: unknown[]): FenceReply {
   // The fourth element, the epoch the call ran in, is for redis-cli readers: the client binds
   // calls to epochs it learned from acquire replies (src/quorum/fence.ts).
   const [raised, highest, trusted, , max, complete] = reply as [number, number, number, unknown, number | undefined, number | undefined];
   return { raised: raised === 1, highest, trusted: trusted === 1, max: max ?? 0, complete: complete === 1 };
 }
+
+// --- trust.lua --------------------------------------------------------------------------------
+
+/**
+ * KEYS: the epoch hash. ARGV: 'new' and the quarantine ms (declare the current epoch brand new;
+ * reply: the quarantine that was left), or 'floor' and a floor (raise every counter to it and
+ * trust the epoch; reply: the floor now).
+ */
+export const trustArgs = (mode: 'new' | 'floor', n: number): (string | number)[] => [mode, n];

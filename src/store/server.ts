@@ -1,22 +1,7 @@
 /**
- * What a server says about itself in INFO, and what quorumlock keeps in each member's epoch hash.
- * The one home of both: members, the CLI probes and the scripts' readers use these names.
- * (The Lua side reads the same fields in src/lua/_epoch.lua.)
+ * What a server says about itself in INFO: members and the CLI probes read it here. (The Lua
+ * side reads the same fields in src/lua/_epoch.lua; the epoch hash's layout is in keys.ts.)
  */
-
-/** The epoch hash's fields (src/lua/_epoch.lua writes them; trust.lua and _fence.lua read them). */
-export const EPOCH_FIELDS = ['id', 'since', 'run_id', 'replid', 'genesis', 'fence'] as const;
-export type EpochFields = Partial<Record<(typeof EPOCH_FIELDS)[number], string>>;
-
-/** HMGET epoch ...EPOCH_FIELDS → an object. */
-export function epochFields(values: readonly (string | null | undefined)[]): EpochFields {
-  const fields: EpochFields = {};
-  EPOCH_FIELDS.forEach((name, index) => {
-    const value = values[index];
-    if (typeof value === 'string') fields[name] = value;
-  });
-  return fields;
-}
 
 /** What INFO says that decides whether a member may count. */
 export interface ServerFacts {

@@ -21,10 +21,10 @@
  */
 import type { Redis } from 'ioredis';
 import type { Clock } from '../clock/index.js';
-import type { Member } from '../members/redis-member.js';
-import type { Logger } from '../options/check.js';
+import type { RedisMember } from '../members/redis-member.js';
+import type { Logger } from '../options/settings.js';
 import { quorumOf } from '../quorum/tally.js';
-import { waiterChannel } from './line.js';
+import { waiterChannel } from '../store/keys.js';
 
 /** One waiter's ears: which members have named it first in line since the last reset. */
 export class Watch {
@@ -161,7 +161,7 @@ class Subscriber {
 }
 
 export class Notifications {
-  readonly #members: readonly Member[];
+  readonly #members: readonly RedisMember[];
   readonly #logger: Logger;
   readonly #subscribers: (Subscriber | undefined)[];
   /** Per member: waiter channel → its watch. */
@@ -170,7 +170,7 @@ export class Notifications {
   readonly #endHeard: boolean[];
   #closed = false;
 
-  constructor(members: readonly Member[], logger: Logger) {
+  constructor(members: readonly RedisMember[], logger: Logger) {
     this.#members = members;
     this.#logger = logger;
     this.#subscribers = members.map(() => undefined);

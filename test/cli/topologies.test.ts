@@ -8,7 +8,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/cli/errors.js';
 import { client, parseMembers, redact } from '../../src/cli/members.js';
-import { memberId } from '../../src/members/redis-member.js';
+import { memberId } from '../../src/members/id.js';
 import { slotOf } from '../../src/store/slots.js';
 import { startCluster, startSentinelGroup, type TestCluster, type TestSentinelGroup } from '../harness/topologies.js';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';

@@ -6,7 +6,9 @@
  */
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Lock, Redlock, type RedlockOptions } from '../../src/index.js';
+import { Redlock, type RedlockOptions } from '../../src/index.js';
+import { Lock } from '../../src/lock/lock.js';
+import { contextOf } from '../../src/redlock.js';
 import { startTestMasters, type TestMasters } from './masters.js';
 
 let servers: TestMasters;
@@ -112,7 +114,7 @@ describe('bad input never reaches the network', () => {
   });
 
   it('lock.extend with a bad ttl rejects without sending anything', async () => {
-    const lock = new Lock(redlock, ['r'], 'not-a-real-value', redlock.settings.clock.now() + 10_000, []);
+    const lock = new Lock(contextOf(redlock), ['r'], 'not-a-real-value', redlock.settings.clock.now() + 10_000, []);
     for (const [ttl, kind] of [
       [0, RangeError],
       [1.5, RangeError],

@@ -6,7 +6,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { companionKey, slotOf } from '../../src/store/slots.js';
-import { clusterEpochKey } from '../../src/waiting/line.js';
+import { clusterEpochKey } from '../../src/store/keys.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
 import { errorOf, eventually, fresh, sleep } from './util.js';
 

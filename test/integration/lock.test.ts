@@ -5,7 +5,9 @@
 import Redis from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { driftMs, Lock, ManualClock, LockExtendError, Redlock, systemClock } from '../../src/index.js';
+import { driftMs, ManualClock, LockExtendError, Redlock, systemClock } from '../../src/index.js';
+import { Lock } from '../../src/lock/lock.js';
+import { contextOf } from '../../src/redlock.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
 import { errorOf, fresh } from './util.js';
 
@@ -232,7 +234,7 @@ describe('extend and release', () => {
     const redlock = new Redlock(servers.clients);
     const resource = fresh('owner');
     const lock = await redlock.acquire(resource, 10_000);
-    const impostor = new Lock(redlock, [resource], 'not-the-value', systemClock.now() + 10_000, []);
+    const impostor = new Lock(contextOf(redlock), [resource], 'not-the-value', systemClock.now() + 10_000, []);
 
     const extendError = await impostor.extend(10_000).catch((e: unknown) => e);
     expect(extendError).toBeInstanceOf(LockExtendError);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
 import { LockExtendError, LockLostError } from '../../src/errors.js';
 import type { Lock } from '../../src/lock/lock.js';
-import type { Member } from '../../src/members/redis-member.js';
+import type { Member } from '../../src/members/member.js';
 import { decideExtension, extendOn, type ExtendAnswer } from '../../src/quorum/extend.js';
 import type { RoundResult } from '../../src/quorum/round.js';
 import { keepExtended, RETRY_SHARE } from '../../src/lock/keep-extended.js';

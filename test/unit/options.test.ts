@@ -7,7 +7,7 @@
 import Redis from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
-import { memberId } from '../../src/members/redis-member.js';
+import { memberId } from '../../src/members/id.js';
 import { retryDelayMs } from '../../src/quorum/acquire-loop.js';
 import {
   type ArgumentError,
@@ -16,12 +16,9 @@ import {
   checkResources,
   checkSettings,
   checkTtl,
-  defaults,
-  MAX_TTL_MS,
   minTtl,
-  type RedlockOptions,
-  type Settings,
 } from '../../src/options/check.js';
+import { defaults, MAX_TTL_MS, type RedlockOptions, type Settings } from '../../src/options/settings.js';
 
 const lazy: Redis[] = [];
 function lazyClient(options: { host?: string; port?: number; db?: number } = {}): Redis {

@@ -12,7 +12,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
-import type { Member } from '../../src/members/redis-member.js';
+import type { Member } from '../../src/members/member.js';
 import { runRound, type RoundResult } from '../../src/quorum/round.js';
 import type { LockAnswer } from '../../src/quorum/votes.js';
 

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { checkSameSlot, checkMembers } from '../../src/options/check.js';
 import { allSlotTags, clusterPrefixWorks, companionKey, hashTagOf, slotOf, tagOfSlot } from '../../src/store/slots.js';
-import { acquireKeys, clusterEpochKey, lineKeys } from '../../src/waiting/line.js';
+import { clusterEpochKey, EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
 
 // The package ioredis routes cluster commands with: our slots must be its slots.
 const ioredisSlot = createRequire(import.meta.url)('cluster-key-slot') as (key: string) => number;
@@ -65,9 +65,9 @@ describe('companionKey', () => {
   });
 
   it('keeps the key names single servers have always used', () => {
-    expect(lineKeys(['orders:42'])).toEqual(['orders:42', '{orders:42}:quorumlock:line', '{orders:42}:quorumlock:leases']);
-    expect(lineKeys(['{job}:a'])).toEqual(['{job}:a', '{job}:a:quorumlock:line', '{job}:a:quorumlock:leases']);
-    expect(acquireKeys(['x']).at(-1)).toBe('quorumlock:epoch');
+    expect(resourceKeys(['orders:42'])).toEqual(['orders:42', '{orders:42}:quorumlock:line', '{orders:42}:quorumlock:leases']);
+    expect(resourceKeys(['{job}:a'])).toEqual(['{job}:a', '{job}:a:quorumlock:line', '{job}:a:quorumlock:leases']);
+    expect(EPOCH_KEY).toBe('quorumlock:epoch');
   });
 
   it('refuses a cluster keyPrefix with an unfinished hash tag', () => {

@@ -1,0 +1,34 @@
+/**
+ * A member that is a Redis Cluster. ioredis routes each call to the node that owns its first
+ * key's slot; a script may only touch keys of that one slot. So every key of a call is named to
+ * land in the first lock key's slot (companionKey, with the client's keyPrefix), and the member
+ * keeps one epoch per slot (clusterEpochKey): a slot that moves to a new node, or a node that
+ * restarts, starts a new epoch for its slots only.
+ */
+import type { Cluster } from 'ioredis';
+import { allClusterEpochKeys, clusterEpochKey, resourceKeys } from '../store/keys.js';
+import { serverFacts, whyNotCounting, type ServerFacts } from '../store/server.js';
+import type { Topology } from './topology.js';
+
+/**
+ * The facts of every master node: one node that may evict lock keys makes the whole member not
+ * count (any resource's slot may be on it). Run ids are not used: a Cluster's duplicates are
+ * caught by address (memberId), and its nodes' roles by the scripts.
+ */
+function clusterFacts(cluster: Cluster): Promise<ServerFacts> {
+  return Promise.all(cluster.nodes('master').map((node) => node.info().then(serverFacts))).then((nodes) => {
+    const evicting = nodes.find((facts) => whyNotCounting(facts) !== undefined);
+    return { ...(evicting ?? { replid: '', role: 'master', maxmemory: 0, maxmemoryPolicy: 'noeviction', version: nodes[0]?.version }), runId: '' };
+  });
+}
+
+export function clusterTopology(cluster: Cluster, keyPrefix: string): Topology {
+  return {
+    keysOf: (resources) => resourceKeys(resources, keyPrefix),
+    epochKeyOf: (resources) => clusterEpochKey(keyPrefix + resources[0]!),
+    everyEpochKey: allClusterEpochKeys,
+    readFacts: () => clusterFacts(cluster),
+    // ioredis writes each call on its node's connection itself: nothing of ours to cork.
+    oneSocket: false,
+  };
+}

@@ -1,0 +1,35 @@
+/**
+ * What the algorithm (src/quorum) needs from a member, and nothing more: go-redsync's narrow
+ * `Conn`. RedisMember implements it over an ioredis client (a server, a Sentinel group or a
+ * Cluster: members/server.ts, members/cluster.ts); unit tests implement it with a fake.
+ *
+ * Each method is one script call (store/protocol.ts has its arguments and reply). Calls to one
+ * member run in the order they were made (a release never overtakes the acquire it undoes).
+ */
+import type { AcquireRequest, ExtendReply, FenceReply, Locked, Refusal } from '../store/protocol.js';
+
+export type { AcquireRequest, ExtendReply, FenceReply, Locked, Refusal };
+
+export interface Member {
+  /** How votes, logs and duplicate checks name the member (members/id.ts). */
+  readonly id: string;
+  /**
+   * Why this member's yes must not count in any round, or undefined when it may: it is not a
+   * master, may evict lock keys, or is the same server as another member.
+   */
+  readonly notCounting: string | undefined;
+  /** Sets the lock keys of `resources` (all or none), or says why not. */
+  acquire(resources: readonly string[], request: AcquireRequest): Promise<Locked | Refusal>;
+  /** Renews the keys' expiry to `ttlMs` if every one still holds `value`. */
+  extend(resources: readonly string[], value: string, ttlMs: number): Promise<ExtendReply>;
+  /** Deletes the keys that hold `value`; resolves with how many; the first waiter in line is told. */
+  release(resources: readonly string[], value: string): Promise<number>;
+  /** Gives up `waiterId`'s places in the lines of `resources`. */
+  leave(resources: readonly string[], waiterId: string): Promise<number>;
+  /**
+   * Raises the fence counters of `resources` to `token`, in the epoch `epoch` ('' for a propose
+   * to a member not heard in the acquire round); a sync with `floor` also repairs an incomplete
+   * epoch (fence.lua).
+   */
+  fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync', epoch: string, floor?: number): Promise<FenceReply>;
+}

@@ -1,0 +1,66 @@
+/**
+ * The watch on what a member's server says about itself (INFO): its role, its run id, whether it
+ * may evict. Read once per connection and every SERVER_REFRESH_MS, never per call: no round trip
+ * is added to any lock operation.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import type { Logger } from '../options/settings.js';
+import { whyNotCounting, type ServerFacts } from '../store/server.js';
+
+/** What the server said about itself at its last (re)connect or refresh; undefined until then. */
+export interface ServerWatch {
+  facts: ServerFacts | undefined;
+  /** Settles once the first reading succeeded or failed. */
+  readonly firstReading: Promise<void>;
+  /** Called after every reading (the Redlock checks for duplicate members). */
+  readonly listeners: Set<() => void>;
+}
+
+/** One watch per client, however many Redlocks share it: one INFO per connect and per refresh. */
+const watches = new WeakMap<object, ServerWatch>();
+
+/**
+ * How often a connected member's INFO is read again: a CONFIG SET of maxmemory-policy, or a
+ * REPLICAOF, changes a server without a reconnect. Between readings the scripts still refuse a
+ * server that is not a master (acquire.lua), and a failover or resync starts a new epoch there.
+ */
+const SERVER_REFRESH_MS = 10_000;
+
+/**
+ * INFO at connect, at every reconnect and every SERVER_REFRESH_MS: the role, the run id (which
+ * identifies a server however it is addressed, for the duplicate check) and the eviction policy.
+ * `readFacts` reads them (members/server.ts, members/cluster.ts); undefined when the client
+ * cannot (then it is taken as a plain master).
+ */
+export function watchServer(client: Redis | Cluster, id: string, logger: Logger, readFacts: (() => Promise<ServerFacts>) | undefined): ServerWatch {
+  const known = watches.get(client);
+  if (known) return known;
+  let settleFirst!: () => void;
+  const watch: ServerWatch = { facts: undefined, firstReading: new Promise<void>((resolve) => (settleFirst = resolve)), listeners: new Set() };
+  watches.set(client, watch);
+  if (readFacts === undefined) {
+    settleFirst();
+    return watch;
+  }
+  const read = () => {
+    if (client.status !== 'ready') return;
+    readFacts()
+      .then(
+        (facts) => {
+          const why = whyNotCounting(facts);
+          if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts))) logger.warn({ member: id, why }, 'member will not count toward quorum');
+          watch.facts = facts;
+          for (const listener of watch.listeners) listener();
+        },
+        (error: Error) => logger.warn({ member: id, error: error.message }, 'could not read the member INFO (ACL: allow +info)'),
+      )
+      .finally(settleFirst);
+  };
+  read();
+  client.on('ready', read);
+  // In the background: the watch must never keep the process alive.
+  const refresh = setInterval(read, SERVER_REFRESH_MS);
+  refresh.unref();
+  client.once('end', () => clearInterval(refresh));
+  return watch;
+}

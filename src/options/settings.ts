@@ -1,0 +1,116 @@
+/**
+ * The public options, their defaults, and the settings a Redlock runs with once they are checked
+ * (options/check.ts). Types and data only.
+ */
+import type { Clock } from '../clock/index.js';
+
+/** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
+export interface Logger {
+  debug(object: object, message: string): void;
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+  error(object: object, message: string): void;
+}
+
+export interface RedlockOptions {
+  /** Clock drift allowance per ms of TTL: drift = ttl × driftFactor + 2 ms. In [0, 0.5). Default 0.01. */
+  driftFactor?: number;
+  /** Attempts after the first; 0 = one attempt; Infinity = until waitTimeout or the signal. Default 10. */
+  retryCount?: number;
+  /** Milliseconds between attempts. Default 200. */
+  retryDelay?: number;
+  /** Up to this many ms are added to or taken from each delay at random, so competing clients drift apart. Default 100. */
+  retryJitter?: number;
+  /**
+   * Milliseconds each member gets to answer each call (acquire, extend, release). A member slower
+   * than this is counted as not voting. Default 50: the Redis docs suggest 5–50 ms for a 10 s TTL;
+   * raise it for members across slow links. Must be smaller than every ttl.
+   */
+  nodeTimeout?: number;
+  /** A pino logger (or anything with debug/info/warn/error(object, message)). Default: silent. */
+  logger?: Logger;
+  /** Where time comes from. Default: the monotonic system clock. Tests and simulators inject a ManualClock. */
+  clock?: Clock;
+  /**
+   * The longest ttl this Redlock may use (acquire and extend), and the length of the restart
+   * quarantine: a member whose data is younger than this (it restarted without persistence, was
+   * flushed, or is new) does not count toward quorum. Every client of the same resources must use
+   * a maxLockTtl at least as long as the longest ttl any of them uses. Default 60 000 ms.
+   */
+  maxLockTtl?: number;
+  /**
+   * false turns the restart quarantine off. Unsafe: a member that restarts empty can then let a
+   * second client in while the first still holds the lock. For demonstrating that hazard. Default true.
+   */
+  quarantine?: boolean;
+}
+
+export interface AcquireOptions {
+  retryCount?: number;
+  retryDelay?: number;
+  retryJitter?: number;
+  /**
+   * Overall budget in ms for this acquire, all attempts and delays included. Default:
+   * (retryCount + 1) × (nodeTimeout + max(nodeTimeout, retryDelay + retryJitter)), enough for
+   * every attempt and its rollback.
+   */
+  waitTimeout?: number;
+  /** Cancels the acquire: it rolls back whatever it set and rejects with `signal.reason`. */
+  signal?: AbortSignal;
+  /**
+   * Issue `lock.fence`, a token that strictly increases for each resource across all clients, for
+   * the protected resource to reject stale writers. Costs one more round to the members.
+   */
+  fencing?: boolean;
+}
+
+export interface Settings {
+  driftFactor: number;
+  retryCount: number;
+  retryDelay: number;
+  retryJitter: number;
+  nodeTimeout: number;
+  logger: Logger;
+  clock: Clock;
+  maxLockTtl: number;
+  quarantine: boolean;
+}
+
+export const defaults = {
+  driftFactor: 0.01,
+  retryCount: 10,
+  retryDelay: 200,
+  retryJitter: 100,
+  nodeTimeout: 50,
+  maxLockTtl: 60_000,
+  quarantine: true,
+} as const;
+
+/** Redis accepts larger PX values, but Node timers (auto-extension) do not go beyond this. */
+export const MAX_TTL_MS = 2_147_483_647;
+
+const silent = (): void => {};
+export const silentLogger: Logger = { debug: silent, info: silent, warn: silent, error: silent };
+
+export interface AttemptPolicy {
+  fencing: boolean;
+  retryCount: number;
+  retryDelay: number;
+  retryJitter: number;
+  waitTimeout: number;
+  signal: AbortSignal | undefined;
+}
+
+export interface UsingOptions extends AcquireOptions {
+  /**
+   * Extend when the remaining validity drops to this many ms. Default: a third of the ttl. Must
+   * leave room for one extension round: more than nodeTimeout, less than ttl − drift − nodeTimeout.
+   */
+  extendThreshold?: number;
+  /**
+   * The most times the lock is extended; after that it runs out and the signal aborts with
+   * reason 'expired'. The Redis docs ask for a bound on reacquisitions, so that a stuck holder
+   * cannot keep a resource forever. Default Infinity.
+   */
+  maxExtensions?: number;
+}

@@ -1,0 +1,89 @@
+/**
+ * Every name quorumlock stores or listens on in Redis, and the fields of its epoch hash: the one
+ * home of the data model. Members, the CLI probes, the simulator and the tests use these; the Lua
+ * scripts (src/lua/) receive the names as KEYS and read the fields named here.
+ *
+ * Per resource `name` (companionKey keeps the companions in the lock key's hash slot, under any
+ * keyPrefix, so that a Cluster runs a script on one node):
+ *   name                      the lock key: the owner's random value, with the lock's PX ttl
+ *   {name}:quorumlock:line    the line of waiters (ZSET: waiter id → arrival ticket)
+ *   {name}:quorumlock:leases  when each waiter's place lapses (ZSET: waiter id → ms)
+ * Per member (one per hash slot on a Cluster: quorumlock:epoch:{tag}):
+ *   quorumlock:epoch          the epoch hash (EPOCH_FIELDS, and fence:<name> per resource)
+ * Per waiter:
+ *   quorumlock:waiter:<id>    the channel a release announces "you are first in line" on
+ */
+import { allSlotTags, companionKey, slotOf, tagOfSlot } from './slots.js';
+
+/**
+ * The prefix of quorumlock's own names. A resource may not start with it or contain
+ * `:quorumlock:` (isReservedName): locking one of our keys would overwrite it, or wait on a key
+ * that never expires (the epoch has no TTL), retrying forever.
+ */
+export const RESERVED_PREFIX = 'quorumlock:';
+
+export function isReservedName(name: string): boolean {
+  return name.startsWith(RESERVED_PREFIX) || name.includes(`:${RESERVED_PREFIX}`);
+}
+
+/**
+ * Per member: when its data began (its epoch), whether it was declared brand new, fence counters.
+ * A Redis Cluster member keeps one per hash slot instead (clusterEpochKey), as a script may only
+ * touch keys of one slot.
+ */
+export const EPOCH_KEY = 'quorumlock:epoch';
+
+const slotEpochKey = (tag: string) => `${EPOCH_KEY}:{${tag}}`;
+
+/** The epoch hash of `key`'s slot on a Redis Cluster member (`key` with the keyPrefix). */
+export function clusterEpochKey(prefixedKey: string): string {
+  return slotEpochKey(tagOfSlot(slotOf(prefixedKey)));
+}
+
+/** The epoch hash of every slot of a Redis Cluster member, in slot order. */
+export function allClusterEpochKeys(): string[] {
+  return allSlotTags().map(slotEpochKey);
+}
+
+/**
+ * The epoch hash's fields (src/lua/_epoch.lua writes them; trust.lua and _fence.lua read them):
+ * id (unique per epoch: TIME to the µs), since (ms, the member's clock), run_id and replid (the
+ * data's lineage), genesis ('1': declared brand new), floor (every resource's counter is at
+ * least this), max (the highest counter or floor). Each resource's counter is `fence:<name>`.
+ */
+export const EPOCH_FIELDS = ['id', 'since', 'run_id', 'replid', 'genesis', 'floor', 'max'] as const;
+export type EpochFields = Partial<Record<(typeof EPOCH_FIELDS)[number], string>>;
+
+/** HMGET epoch ...EPOCH_FIELDS → an object. */
+export function epochFields(values: readonly (string | null | undefined)[]): EpochFields {
+  const fields: EpochFields = {};
+  EPOCH_FIELDS.forEach((name, index) => {
+    const value = values[index];
+    if (typeof value === 'string') fields[name] = value;
+  });
+  return fields;
+}
+
+/** The epoch hash field of `resource`'s fence counter (_fence.lua: 'fence:' .. KEYS[i]). */
+export const fenceField = (resource: string) => `fence:${resource}`;
+
+const LINE = 'quorumlock:line';
+const LEASES = 'quorumlock:leases';
+
+/**
+ * The keys a script gets for `resources`: the lock keys, then their lines, then their leases
+ * (the scripts find them by position: 3n keys). Line and lease keys share their lock key's hash
+ * slot (with the client's `keyPrefix` in front), so all live on one node of a Cluster.
+ */
+export function resourceKeys(resources: readonly string[], keyPrefix = ''): string[] {
+  const companions = (suffix: string) => resources.map((key) => companionKey(key, suffix, keyPrefix));
+  return [...resources, ...companions(LINE), ...companions(LEASES)];
+}
+
+/**
+ * The channel on which members tell one waiter it is first in line after a release. One channel
+ * per waiter: a release sends one message per member, however many wait.
+ */
+export function waiterChannel(waiterId: string): string {
+  return `${RESERVED_PREFIX}waiter:${waiterId}`;
+}
