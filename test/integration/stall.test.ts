@@ -9,7 +9,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockAcquireError, Redlock, systemClock, type Lock } from '../../src/index.js';
-import type { Logger } from '../../src/options/check.js';
+import type { Logger } from '../../src/options/settings.js';
 import { startTestMasters, type TestMasters } from './masters.js';
 import { errorOf, fresh } from './util.js';
 
