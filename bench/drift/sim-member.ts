@@ -3,9 +3,9 @@
  * scripts (src/lua/*.lua) are re-implemented here in JS with the same replies, as far as the
  * simulation reaches them:
  *
- * - acquire.lua: the all-or-nothing SET PX, the refusal {0, heldForMs, -1} / {2, -1, -1}, and the
- *   epoch marker with the restart quarantine (reply {1 | 3, ms left, 0, 0, since}; ARGV[8], the
- *   epoch the client last saw settled, skips the check). Lines of waiters and fence readings are not
+ * - acquire.lua: the all-or-nothing SET PX, the refusal, and the epoch marker with the restart
+ *   quarantine (the epoch the client last saw settled skips the check). Arguments are read and
+ *   replies built by src/store/protocol.ts, as the client decodes them. Lines of waiters and fence readings are not
  *   simulated: the clients use tryAcquire (retryCount 0, so never a lease > 0) without fencing.
  *   A call that would need them stops the simulation (`fatal`), never answers silently.
  * - release.lua (compare-and-delete; no line can exist, so nothing to PUBLISH), extend.lua,
@@ -18,6 +18,7 @@
  * is the same as Redis' active expiry as far as any client can tell.
  */
 import type { ManualClock } from '../../src/index.js';
+import { acquireReply, extendReply, readAcquireArgs, readExtendArgs, readReleaseArgs, readTrustArgs } from '../../src/store/protocol.js';
 
 export interface MemberSpec {
   /** Appears in memberId as host:port/0. */
@@ -160,9 +161,9 @@ const scripts: Record<string, Script> = {
   quorumlockAcquire(m, keys, args) {
     const n = lockKeyCount(keys, 1, 'acquire');
     const epoch = keys[keys.length - 1]!;
-    const [value, ttl, , , lease, quarantine, fencing, settled] = args as [string, string, string, string, string, string, string, string | undefined];
-    if (Number(lease) > 0) m.unsupported('a place in the line of waiters (lease > 0: acquire with retries)');
-    if (fencing === '1') m.unsupported('fencing');
+    const { value, ttlMs, waiter, quarantineMs, fencing, settled } = readAcquireArgs(args);
+    if (waiter.leaseMs > 0) m.unsupported('a place in the line of waiters (lease > 0: acquire with retries)');
+    if (fencing) m.unsupported('fencing');
     let heldFor = -1;
     for (let i = 0; i < n; i++) {
       const pttl = m.pttl(keys[i]!);
@@ -170,36 +171,41 @@ const scripts: Record<string, Script> = {
       // Lines exist only once somebody joined one (lease > 0), which never happens here.
       if (m.exists(keys[n + i]!)) m.unsupported('a line of waiters');
     }
-    if (heldFor !== -1) return [0, heldFor, -1];
-    for (let i = 0; i < n; i++) m.setPx(keys[i]!, value, Number(ttl));
-    const quarantineMs = Number(quarantine);
-    if (quarantineMs === 0) return 1;
+    if (heldFor !== -1) return acquireReply.refused('taken', heldFor);
+    for (let i = 0; i < n; i++) m.setPx(keys[i]!, value, ttlMs);
+    if (quarantineMs === 0) return acquireReply.settled();
+    // The epoch's id is its since (unique enough here: the simulation never restarts a member twice in a ms).
     let since = m.hget(epoch, 'since');
-    // The epoch this client already saw past its quarantine (ARGV[8]): still past it.
-    if (since !== undefined && since === settled) return 1;
+    // The epoch this client already saw past its quarantine: still past it.
+    if (since !== undefined && since === settled) return acquireReply.settled();
     if (since === undefined) {
       since = String(m.localNow());
       m.hset(epoch, 'since', since);
     }
-    const left = Math.max(0, Number(since) + quarantineMs - m.localNow());
-    return [left > 0 ? 3 : 1, left, 0, 0, since];
+    const left = m.hget(epoch, 'genesis') === '1' ? 0 : Math.max(0, Number(since) + quarantineMs - m.localNow());
+    return acquireReply.locked(left, since);
   },
 
   // release.lua (no line can exist, so there is nobody to PUBLISH to)
   quorumlockRelease(m, keys, args) {
     const n = lockKeyCount(keys, 0, 'release');
+    const { value } = readReleaseArgs(args);
     let deleted = 0;
     for (let i = 0; i < n; i++) {
-      if (m.get(keys[i]!) === args[0]) deleted += m.del(keys[i]!);
+      if (m.get(keys[i]!) === value) deleted += m.del(keys[i]!);
     }
     return deleted;
   },
 
   // extend.lua
   quorumlockExtend(m, keys, args) {
-    if (keys.some((key) => m.get(key) !== args[0])) return 0;
-    for (const key of keys) m.pexpire(key, Number(args[1]));
-    return 1;
+    const { value, ttlMs } = readExtendArgs(args);
+    for (const key of keys) {
+      const held = m.get(key);
+      if (held !== value) return extendReply(held === undefined ? 'gone' : 'taken');
+    }
+    for (const key of keys) m.pexpire(key, ttlMs);
+    return extendReply('extended');
   },
 
   // leave.lua: nobody is ever in line here
@@ -210,12 +216,12 @@ const scripts: Record<string, Script> = {
 
   // trust.lua
   quorumlockTrust(m, keys, args) {
-    const quarantineMs = Number(args[0]);
+    const { mode, n: quarantineMs } = readTrustArgs(args);
+    if (mode === 'floor') return m.unsupported('fencing');
     const now = m.localNow();
     const sinceText = m.hget(keys[0]!, 'since');
-    const since = sinceText === undefined ? undefined : Number(sinceText);
-    const left = since === undefined ? 0 : Math.max(0, since + quarantineMs - now);
-    if (since === undefined || left > 0) m.hset(keys[0]!, 'since', now - quarantineMs);
+    if (sinceText === undefined) m.hset(keys[0]!, 'since', now);
+    const left = sinceText === undefined || m.hget(keys[0]!, 'genesis') === '1' ? 0 : Math.max(0, Number(sinceText) + quarantineMs - now);
     m.hset(keys[0]!, 'genesis', '1');
     return left;
   },

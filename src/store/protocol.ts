@@ -124,6 +124,9 @@ export function decodeAcquire(reply: number | unknown[], settled: string, fencin
 /** KEYS: the lock keys. ARGV: value, ttl ms. */
 export const extendArgs = (value: string, ttlMs: number): (string | number)[] => [value, ttlMs];
 
+/** extendArgs() as a script receives them, for simulators of the script. */
+export const readExtendArgs = (argv: readonly string[]) => ({ value: argv[0] ?? '', ttlMs: Number(argv[1]) });
+
 /**
  * 'extended': every key held `value` and now lives `ttlMs`. Otherwise nothing changed: 'gone', a
  * key no longer exists (expired, evicted, deleted, forgotten in a restart); 'taken', a key holds
@@ -147,6 +150,9 @@ export function decodeExtend(status: unknown): ExtendReply {
 
 /** KEYS: resourceKeys(resources). ARGV: value. Reply: how many lock keys held it and were deleted. */
 export const releaseArgs = (value: string): string[] => [value];
+
+/** releaseArgs() as a script receives them, for simulators of the script. */
+export const readReleaseArgs = (argv: readonly string[]) => ({ value: argv[0] ?? '' });
 
 /** KEYS: resourceKeys(resources). ARGV: waiter id. Reply: 1. */
 export const leaveArgs = (waiterId: string): string[] => [waiterId];
@@ -189,3 +195,8 @@ export function decodeFence(reply: unknown[]): FenceReply {
  * trust the epoch; reply: the floor now).
  */
 export const trustArgs = (mode: 'new' | 'floor', n: number): (string | number)[] => [mode, n];
+
+/** trustArgs() as a script receives them, for simulators of the script. */
+export function readTrustArgs(argv: readonly string[]): { mode: 'new' | 'floor'; n: number } {
+  return { mode: argv[0] === 'floor' ? 'floor' : 'new', n: Number(argv[1] ?? 0) };
+}

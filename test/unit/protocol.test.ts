@@ -1,0 +1,63 @@
+/**
+ * store/protocol.ts: what simulators build with the reply encoders is what members decode, and
+ * argument encoders and readers agree. (The real scripts' replies are decoded the same way in
+ * test/model, which runs the Lua, and in every integration test.)
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  acquireArgs,
+  acquireReply,
+  decodeAcquire,
+  decodeExtend,
+  extendArgs,
+  extendReply,
+  NOT_COUNTING,
+  readAcquireArgs,
+  readExtendArgs,
+  readTrustArgs,
+  trustArgs,
+  type AcquireRequest,
+} from '../../src/store/protocol.js';
+import { fenceLua, leaveLua, releaseLua } from '../../src/lua/sources.js';
+import { fenceField, waiterChannel } from '../../src/store/keys.js';
+
+const asScriptSees = (args: readonly (string | number)[]) => args.map(String);
+
+describe('script protocol', () => {
+  it('acquire arguments survive the trip to a script', () => {
+    const request: AcquireRequest = { value: 'v', ttlMs: 1000, waiter: { id: 'w.1', ticket: 17, leaseMs: 3000 }, quarantineMs: 60_000, fencing: true };
+    expect(readAcquireArgs(asScriptSees(acquireArgs(request, 'e1')))).toEqual({ ...request, settled: 'e1' });
+    expect(readAcquireArgs(asScriptSees(acquireArgs({ ...request, fencing: false }, '')))).toMatchObject({ fencing: false, settled: '' });
+  });
+
+  it('acquire replies decode to what they were built from', () => {
+    expect(decodeAcquire(acquireReply.settled(), 'e1', false)).toEqual({ quarantinedForMs: 0, epoch: 'e1' });
+    expect(decodeAcquire(acquireReply.settled(), '', false)).toEqual({ quarantinedForMs: 0 });
+    expect(decodeAcquire([...acquireReply.locked(0, 'e2', { highest: 7, trusted: true })], '', true)).toEqual({ quarantinedForMs: 0, epoch: 'e2', fence: { highest: 7, trusted: true } });
+    expect(decodeAcquire([...acquireReply.locked(250, 'e3')], '', false)).toEqual({ quarantinedForMs: 250, epoch: 'e3' });
+    expect(decodeAcquire([...acquireReply.notMaster()], '', false)).toEqual({ quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' });
+    expect(decodeAcquire([...acquireReply.refused('taken', 900, 2, 'e4', 0)], '', true)).toEqual({ why: 'taken', heldForMs: 900, place: 2, epoch: 'e4', quarantinedForMs: 0 });
+    // -2: held without an expiry (a user's key): no expiry to wait for.
+    expect(decodeAcquire([...acquireReply.refused('taken', -2)], '', false)).toEqual({ why: 'taken', heldForMs: undefined, place: undefined });
+    expect(decodeAcquire([...acquireReply.refused('queued', -1, 0)], '', false)).toEqual({ why: 'queued', heldForMs: undefined, place: 0 });
+  });
+
+  it('extend replies: every code decodes, an unknown one throws rather than reading as a yes', () => {
+    for (const reply of ['extended', 'gone', 'taken'] as const) expect(decodeExtend(extendReply(reply))).toBe(reply);
+    expect(() => decodeExtend(2)).toThrow(/unexpected reply from the extend script/);
+    expect(readExtendArgs(asScriptSees(extendArgs('v', 500)))).toEqual({ value: 'v', ttlMs: 500 });
+  });
+
+  it('trust arguments', () => {
+    expect(readTrustArgs(asScriptSees(trustArgs('new', 60_000)))).toEqual({ mode: 'new', n: 60_000 });
+    expect(readTrustArgs(asScriptSees(trustArgs('floor', 42)))).toEqual({ mode: 'floor', n: 42 });
+  });
+
+  it('the names the scripts spell themselves are the ones keys.ts gives', () => {
+    // release.lua and leave.lua announce on the waiter channel; fence.lua keeps fence:<key>.
+    const channelPrefix = waiterChannel('');
+    expect(releaseLua).toContain(`'${channelPrefix}' .. head`);
+    expect(leaveLua).toContain(`'${channelPrefix}' .. head`);
+    expect(fenceLua).toContain(`'${fenceField('')}' .. KEYS[i]`);
+  });
+});
