@@ -1,8 +1,75 @@
 /**
- * Errors that carry what happened (per-member votes, timings), not only a sentence.
- * Bad arguments are plain TypeError / RangeError with a `parameter` field (see options.ts).
+ * Errors that carry what happened (per-member votes, timings), not only a sentence, and a stable
+ * `code` (see errorCodes). Bad arguments are plain TypeError / RangeError with `parameter` and
+ * `code` fields (see argumentError).
+ *
+ * `instanceof` holds across copies of this module (the ESM and the CJS build loaded side by side,
+ * or two installed versions): each class brands its instances with a `Symbol.for()` key, which is
+ * the same in every copy, and its `Symbol.hasInstance` looks for that brand, as undici does.
  */
 import { describeVotes, type MemberVote } from './quorum/votes.js';
+
+/**
+ * Every `code` quorumlock puts on the errors it throws. The codes are stable: match on them (or on
+ * the classes) rather than on messages, which may be reworded.
+ */
+export const errorCodes = {
+  /** LockAcquireError: acquire() or using() could not lock the resources (retries or wait budget exhausted). */
+  QUORUMLOCK_ERR_ACQUIRE: 'QUORUMLOCK_ERR_ACQUIRE',
+  /** LockExtendError: extend() did not renew the lock (its `reason` says whether the lock is still held). */
+  QUORUMLOCK_ERR_EXTEND: 'QUORUMLOCK_ERR_EXTEND',
+  /** LockLostError: the lock is no longer guaranteed (the reason of lock.signal and of using()'s signal). */
+  QUORUMLOCK_ERR_LOCK_LOST: 'QUORUMLOCK_ERR_LOCK_LOST',
+  /** TypeError (an ArgumentError): an argument or option has the wrong type; `parameter` names it. */
+  QUORUMLOCK_ERR_INVALID_ARG_TYPE: 'QUORUMLOCK_ERR_INVALID_ARG_TYPE',
+  /** RangeError (an ArgumentError): an argument or option has the right type but a value out of range; `parameter` names it. */
+  QUORUMLOCK_ERR_OUT_OF_RANGE: 'QUORUMLOCK_ERR_OUT_OF_RANGE',
+} as const;
+
+/** One of errorCodes. */
+export type ErrorCode = (typeof errorCodes)[keyof typeof errorCodes];
+
+/** A TypeError or RangeError that also names the offending parameter in `parameter`. */
+export type ArgumentError = (TypeError | RangeError) & {
+  parameter: string;
+  code: typeof errorCodes.QUORUMLOCK_ERR_INVALID_ARG_TYPE | typeof errorCodes.QUORUMLOCK_ERR_OUT_OF_RANGE;
+};
+
+/**
+ * The error for a bad argument: a TypeError (wrong type, code QUORUMLOCK_ERR_INVALID_ARG_TYPE) or
+ * a RangeError (out of range, code QUORUMLOCK_ERR_OUT_OF_RANGE), with the message
+ * `quorumlock: <parameter> <message>`.
+ */
+export function argumentError(Kind: typeof TypeError | typeof RangeError, parameter: string, message: string): ArgumentError {
+  const code = Kind === RangeError ? errorCodes.QUORUMLOCK_ERR_OUT_OF_RANGE : errorCodes.QUORUMLOCK_ERR_INVALID_ARG_TYPE;
+  return Object.assign(new Kind(`quorumlock: ${parameter} ${message}`), { parameter, code });
+}
+
+const brands = {
+  LockAcquireError: Symbol.for('quorumlock.error.LockAcquireError'),
+  LockExtendError: Symbol.for('quorumlock.error.LockExtendError'),
+  LockLostError: Symbol.for('quorumlock.error.LockLostError'),
+} as const;
+
+/** Marks `error` as an instance of the class of `brand`, in every copy of this module (not enumerable: not in JSON or inspect). */
+function brand(error: Error, key: symbol): void {
+  Object.defineProperty(error, key, { value: true, configurable: true });
+}
+
+type ErrorClass = abstract new (...args: never[]) => Error;
+const ordinaryHasInstance = Function.prototype[Symbol.hasInstance];
+
+/**
+ * `value instanceof Class`, where Class is `Base` (a branded class of ours) or a subclass of it that
+ * inherits this check. `Base` itself accepts any value with its brand (an instance of Base or of a
+ * subclass, from any copy of this module) and, failing that, what its prototype chain says. A
+ * subclass has no brand of its own, so for it only the prototype chain counts: an instance of
+ * Base is no instance of a subclass.
+ */
+function isInstance(Class: ErrorClass, Base: ErrorClass, key: symbol, value: unknown): boolean {
+  if (Class === Base && typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[key] === true) return true;
+  return ordinaryHasInstance.call(Class, value);
+}
 
 /**
  * How one attempt ended:
@@ -34,6 +101,7 @@ function resourceList(resources: readonly string[]): string {
 
 export class LockAcquireError extends Error {
   override readonly name = 'LockAcquireError';
+  readonly code = errorCodes.QUORUMLOCK_ERR_ACQUIRE;
   /** The outcome of the last attempt. */
   readonly outcome: AttemptOutcome;
 
@@ -56,6 +124,12 @@ export class LockAcquireError extends Error {
     const count = `${attempts.length} attempt${attempts.length === 1 ? '' : 's'}`;
     super(`could not lock ${resourceList(resources)}: ${what}, after ${count} in ${Math.round(elapsedMs)} ms (${stoppedBecause})`);
     this.outcome = last?.outcome ?? 'unavailable';
+    brand(this, brands.LockAcquireError);
+  }
+
+  /** True for a LockAcquireError from any copy of quorumlock (ESM or CJS build, another version). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstance(this, LockAcquireError, brands.LockAcquireError, value);
   }
 }
 
@@ -112,6 +186,7 @@ const extendPhrases: Record<Exclude<ExtendFailure, 'lost'>, string> = {
  */
 export class LockExtendError extends Error {
   override readonly name = 'LockExtendError';
+  readonly code = errorCodes.QUORUMLOCK_ERR_EXTEND;
 
   constructor(
     readonly resources: readonly string[],
@@ -125,6 +200,12 @@ export class LockExtendError extends Error {
     const why = reason === 'lost' ? (lostBecause === undefined ? 'the lock was lost' : lostBecause === 'gone' || lostBecause === 'taken' ? lossPhrases[lostBecause] : `the lock was lost before: ${lossPhrases[lostBecause]}`) : extendPhrases[reason];
     const detail = votes.length > 0 ? `: ${describeVotes(votes)}` : '';
     super(`could not extend the lock on ${resourceList(resources)} (${reason}: ${why})${detail}`);
+    brand(this, brands.LockExtendError);
+  }
+
+  /** True for a LockExtendError from any copy of quorumlock (ESM or CJS build, another version). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstance(this, LockExtendError, brands.LockExtendError, value);
   }
 }
 
@@ -134,6 +215,7 @@ export class LockExtendError extends Error {
  */
 export class LockLostError extends Error {
   override readonly name = 'LockLostError';
+  readonly code = errorCodes.QUORUMLOCK_ERR_LOCK_LOST;
   /** Why, in detail (see LossCause): 'expired' for reason 'expired'; for 'extension failed', what the extension found. */
   readonly lostBecause: LossCause;
 
@@ -153,5 +235,11 @@ export class LockLostError extends Error {
     super(`lost the lock on ${resourceList(resources)}: ${detail}`, errorOptions);
     // 'taken' is the conservative guess for an extension failure whose cause does not say.
     this.lostBecause = given ?? fromCause ?? (reason === 'expired' ? 'expired' : 'taken');
+    brand(this, brands.LockLostError);
+  }
+
+  /** True for a LockLostError from any copy of quorumlock (ESM or CJS build, another version). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstance(this, LockLostError, brands.LockLostError, value);
   }
 }
