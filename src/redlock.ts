@@ -165,6 +165,7 @@ export class Redlock {
   async tryAcquire(resources: string | readonly string[], ttl: number, options: Pick<AcquireOptions, 'signal'> = {}): Promise<Lock | null> {
     const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
+    // Checked as given: a non-object spread below would pass as an object.
     checkOptionsObject(options);
     const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
     try {

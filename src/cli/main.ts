@@ -12,8 +12,8 @@ import { members as membersCommand, status as statusCommand, trust as trustComma
 import { parseMembers } from './members.js';
 import { run } from './run.js';
 import { USAGE } from './usage.js';
+import { defaults } from '../options/settings.js';
 
-const DEFAULT_MAX_LOCK_TTL = 60_000;
 
 const common = {
   members: { type: 'string' },
@@ -55,7 +55,7 @@ async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore
     members: parseMembers(values.members),
     json: values.json ?? false,
     timeoutMs: values.timeout === undefined ? 1000 : parseDuration('--timeout', values.timeout),
-    maxLockTtl: values['max-lock-ttl'] === undefined ? DEFAULT_MAX_LOCK_TTL : parseDuration('--max-lock-ttl', values['max-lock-ttl']),
+    maxLockTtl: values['max-lock-ttl'] === undefined ? defaults.maxLockTtl : parseDuration('--max-lock-ttl', values['max-lock-ttl']),
     out,
   };
   if (command === 'status') {
@@ -82,7 +82,7 @@ async function runCommand(args: string[]): Promise<number> {
   const ttl = parseDuration('--ttl', required(values.ttl, '--ttl', 'run'));
   const command = split === -1 ? [] : args.slice(split + 1);
   if (command.length === 0) throw new UsageError('run: no command: put it after --, e.g. quorumlock run --resource job --ttl 30s -- ./job.sh', '--');
-  const maxLockTtl = values['max-lock-ttl'] === undefined ? Math.max(DEFAULT_MAX_LOCK_TTL, ttl) : parseDuration('--max-lock-ttl', values['max-lock-ttl']);
+  const maxLockTtl = values['max-lock-ttl'] === undefined ? Math.max(defaults.maxLockTtl, ttl) : parseDuration('--max-lock-ttl', values['max-lock-ttl']);
   if (ttl > maxLockTtl) throw new UsageError(`run: --ttl (${ttl} ms) must not exceed --max-lock-ttl (${maxLockTtl} ms)`, '--ttl');
   const nodeTimeout = values['node-timeout'] === undefined ? 50 : parseDuration('--node-timeout', values['node-timeout']);
   // The lock must outlive a round and the drift allowance with room to extend: see README, ttl.

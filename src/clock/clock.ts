@@ -27,7 +27,6 @@ function sleepMs(ms: number): number {
   return ms > 0 ? ms : 0;
 }
 
-/** performance.now(): monotonic, sub-millisecond, unaffected by wall-clock changes. */
 /**
  * A timer that must not keep the process alive by itself (an expiry check, a watchdog): unref'd
  * where the clock's timers support it (Node's do; a ManualClock's need not).
@@ -46,6 +45,7 @@ export function timersOf(clock: Clock): { setTimeout: typeof setTimeout; clearTi
   };
 }
 
+/** performance.now(): monotonic, sub-millisecond, unaffected by wall-clock changes. */
 export const systemClock: Clock = {
   now: () => performance.now(),
   epochMs: () => performance.timeOrigin + performance.now(),

@@ -16,11 +16,10 @@
 -- PTTL among held keys (-1: none held, -2: held without an expiry); place = 0-based place in the
 -- longest line (-1: not in line); the epoch id ('' with quarantine and fencing off) and its
 -- quarantine left (-1: quarantine off), for a fence sync bound to it.
-local n = (#KEYS - 1) / 3
--- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
--- and a lock could be reported that was never set.
-if n < 1 or n ~= math.floor(n) then
-  return redis.error_reply('quorumlock: expected 3 keys per resource (lock, line, leases) and the epoch key, got ' .. #KEYS)
+-- #include _keys.lua
+local n = resourceCount(1)
+if not n then
+  return malformed(' and the epoch key')
 end
 local epoch = KEYS[#KEYS]
 local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])

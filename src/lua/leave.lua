@@ -1,10 +1,9 @@
 -- A waiter gives up: leave the line, and if the resource is free, wake whoever is first now.
 -- KEYS: the n lock keys, then their n line keys, then their n lease keys. ARGV[1]: waiter id.
-local n = #KEYS / 3
--- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
--- and a lock could be reported that was never set.
-if n < 1 or n ~= math.floor(n) then
-  return redis.error_reply('quorumlock: expected 3 keys per resource (lock, line, leases), got ' .. #KEYS)
+-- #include _keys.lua
+local n = resourceCount(0)
+if not n then
+  return malformed('')
 end
 for i = 1, n do
   local line, leases = KEYS[n + i], KEYS[2 * n + i]
@@ -12,7 +11,7 @@ for i = 1, n do
     redis.call('ZREM', leases, ARGV[1])
     local head = redis.call('ZRANGE', line, 0, 0)[1]
     if head and redis.call('EXISTS', KEYS[i]) == 0 then
-      redis.call('PUBLISH', 'quorumlock:waiter:' .. head, KEYS[i])
+      redis.call('PUBLISH', WAITER_CHANNEL .. head, KEYS[i])
     end
   end
 end

@@ -2,13 +2,12 @@
 -- KEYS: the n lock keys, then their n line keys, then their n lease keys. ARGV[1]: value.
 -- Deletes each lock key that still holds ARGV[1]; leaves keys of other owners alone. Where a line
 -- of waiters exists, PUBLISHes to the channel of the waiter now first in line only
--- ('quorumlock:waiter:<id>'): one message per member per release, however long the line, and
+-- (WAITER_CHANNEL .. id): one message per member per release, however long the line, and
 -- only that waiter wakes up. Returns how many keys were deleted.
-local n = #KEYS / 3
--- Refuse malformed calls outright: with a wrong key count the loops below would run zero times
--- and a lock could be reported that was never set.
-if n < 1 or n ~= math.floor(n) then
-  return redis.error_reply('quorumlock: expected 3 keys per resource (lock, line, leases), got ' .. #KEYS)
+-- #include _keys.lua
+local n = resourceCount(0)
+if not n then
+  return malformed('')
 end
 -- #include _time.lua
 local deleted = 0
@@ -25,7 +24,7 @@ for i = 1, n do
       end
       local head = redis.call('ZRANGE', line, 0, 0)[1]
       if head then
-        redis.call('PUBLISH', 'quorumlock:waiter:' .. head, KEYS[i])
+        redis.call('PUBLISH', WAITER_CHANNEL .. head, KEYS[i])
       end
     end
   end

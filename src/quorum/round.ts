@@ -63,7 +63,6 @@ export interface RoundSpec<Answer extends string> {
 export interface RoundResult<Answer extends string> {
   won: boolean;
   votes: MemberVote<Answer>[];
-  yesCount: number;
   /** Clock reading taken before the first command was sent. */
   startedAt: number;
   /** From startedAt to the decision. */
@@ -216,7 +215,6 @@ class Round<Answer extends string> {
       this.#resolve({
         won: this.#yesCount >= quorumOf(this.#spec.members.length),
         votes: this.#votes,
-        yesCount: this.#yesCount,
         startedAt: this.#startedAt,
         elapsedMs: this.#spec.clock.now() - this.#startedAt,
       }),

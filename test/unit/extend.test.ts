@@ -72,7 +72,6 @@ describe('extendOn: the decision', () => {
   const wonRound = (...ms: number[]): RoundResult<ExtendAnswer> => ({
     won: true,
     votes: ms.map((at, i) => ({ member: `m${i}`, vote: 'locked', ms: at })),
-    yesCount: ms.length,
     startedAt: 1_000,
     elapsedMs: Math.max(...ms),
   });

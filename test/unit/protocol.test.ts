@@ -56,8 +56,10 @@ describe('script protocol', () => {
   it('the names the scripts spell themselves are the ones keys.ts gives', () => {
     // release.lua and leave.lua announce on the waiter channel; fence.lua keeps fence:<key>.
     const channelPrefix = waiterChannel('');
-    expect(releaseLua).toContain(`'${channelPrefix}' .. head`);
-    expect(leaveLua).toContain(`'${channelPrefix}' .. head`);
+    for (const script of [releaseLua, leaveLua]) {
+      expect(script).toContain(`local WAITER_CHANNEL = '${channelPrefix}'`);
+      expect(script).toContain('WAITER_CHANNEL .. head');
+    }
     expect(fenceLua).toContain(`'${fenceField('')}' .. KEYS[i]`);
   });
 });
