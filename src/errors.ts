@@ -24,6 +24,8 @@ export const errorCodes = {
   QUORUMLOCK_ERR_INVALID_ARG_TYPE: 'QUORUMLOCK_ERR_INVALID_ARG_TYPE',
   /** RangeError (an ArgumentError): an argument or option has the right type but a value out of range; `parameter` names it. */
   QUORUMLOCK_ERR_OUT_OF_RANGE: 'QUORUMLOCK_ERR_OUT_OF_RANGE',
+  /** Error: a member answered one of our scripts with a reply the protocol does not know (store/protocol.ts); never read as a yes. */
+  QUORUMLOCK_ERR_PROTOCOL: 'QUORUMLOCK_ERR_PROTOCOL',
 } as const;
 
 /** One of errorCodes. */
@@ -43,6 +45,11 @@ export type ArgumentError = (TypeError | RangeError) & {
 export function argumentError(Kind: typeof TypeError | typeof RangeError, parameter: string, message: string): ArgumentError {
   const code = Kind === RangeError ? errorCodes.QUORUMLOCK_ERR_OUT_OF_RANGE : errorCodes.QUORUMLOCK_ERR_INVALID_ARG_TYPE;
   return Object.assign(new Kind(`quorumlock: ${parameter} ${message}`), { parameter, code });
+}
+
+/** A member's reply that store/protocol.ts cannot decode: the vote becomes 'error', never a yes. */
+export function protocolError(message: string): Error & { code: 'QUORUMLOCK_ERR_PROTOCOL' } {
+  return Object.assign(new Error(`quorumlock: ${message}`), { code: errorCodes.QUORUMLOCK_ERR_PROTOCOL });
 }
 
 const brands = {

@@ -3,7 +3,7 @@
  * src/quorum (one round, one attempt, rollback) and src/attempts.ts (the retry loop).
  */
 import { acquireWithRetries, type Won } from './quorum/acquire-loop.js';
-import { LockAcquireError } from './errors.js';
+import { argumentError, LockAcquireError } from './errors.js';
 import { Lock, type LockContext } from './lock/lock.js';
 import type { MemberClient } from './members/id.js';
 import { RedisMember } from './members/redis-member.js';
@@ -185,7 +185,7 @@ export class Redlock {
    * finished after the lock was lost (it ran partly unprotected, and the caller should know).
    */
   async using<T>(resources: string | readonly string[], ttl: number, work: (signal: AbortSignal, lock: Lock) => Promise<T>, options?: UsingOptions): Promise<T> {
-    if (typeof work !== 'function') throw Object.assign(new TypeError(`quorumlock: work must be a function, got ${typeof work}`), { parameter: 'work' });
+    if (typeof work !== 'function') throw argumentError(TypeError, 'work', `must be a function, got ${typeof work}`);
     checkOptionsObject(options);
     checkTtl(ttl, this.settings);
     const threshold = checkExtendThreshold(options?.extendThreshold, ttl, this.settings);

@@ -4,6 +4,7 @@
  * carries the lock's fence and the store refuses tokens lower than the highest it has seen.
  */
 import type { Redis } from 'ioredis';
+import { argumentError } from '../errors.js';
 import { guardLua } from '../lua/sources.js';
 
 /** The key that remembers the highest token seen for `key`, in the same hash slot. */
@@ -16,7 +17,7 @@ export function fenceKeyOf(key: string): string {
  * fencing token already happened. Resolves true when written, false when `fence` was stale.
  */
 export async function fencedWrite(client: Redis, key: string, value: string, fence: number): Promise<boolean> {
-  if (!Number.isSafeInteger(fence) || fence < 1) throw Object.assign(new RangeError(`quorumlock: fence must be a positive integer (lock.fence), got ${fence}`), { parameter: 'fence' });
+  if (!Number.isSafeInteger(fence) || fence < 1) throw argumentError(RangeError, 'fence', `must be a positive integer (lock.fence), got ${fence}`);
   const written = await client.eval(guardLua, 2, key, fenceKeyOf(key), value, fence);
   return written === 1;
 }

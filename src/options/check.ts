@@ -6,15 +6,9 @@
 import { type Clock, driftMs, systemClock } from '../clock/index.js';
 import { memberId, type MemberClient } from '../members/id.js';
 import { isReservedName, RESERVED_PREFIX } from '../store/keys.js';
+import { argumentError } from '../errors.js';
 import { clusterPrefixWorks, slotOf } from '../store/slots.js';
 import { defaults, MAX_TTL_MS, silentLogger, type AcquireOptions, type AttemptPolicy, type Logger, type RedlockOptions, type Settings } from './settings.js';
-
-/** A TypeError or RangeError that also names the offending parameter in `parameter`. */
-export type ArgumentError = (TypeError | RangeError) & { parameter: string };
-
-function argumentError(Kind: typeof TypeError | typeof RangeError, parameter: string, message: string): ArgumentError {
-  return Object.assign(new Kind(`quorumlock: ${parameter} ${message}`), { parameter });
-}
 
 function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);

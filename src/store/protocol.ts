@@ -7,6 +7,7 @@
  * KEYS are always resourceKeys() (3 per resource: lock, line, leases; keys.ts) or the lock keys
  * alone, with the member's epoch hash last where a script keeps epochs.
  */
+import { protocolError } from '../errors.js';
 
 // --- acquire.lua ------------------------------------------------------------------------------
 
@@ -143,7 +144,7 @@ export function decodeExtend(status: unknown): ExtendReply {
   if (status === EXTEND.extended) return 'extended';
   if (status === EXTEND.gone) return 'gone';
   if (status === EXTEND.taken) return 'taken';
-  throw new Error(`quorumlock: unexpected reply from the extend script: ${String(status)}`);
+  throw protocolError(`unexpected reply from the extend script: ${String(status)}`);
 }
 
 // --- release.lua, leave.lua -------------------------------------------------------------------

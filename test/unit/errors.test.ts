@@ -55,6 +55,7 @@ describe('codes', () => {
       'QUORUMLOCK_ERR_INVALID_ARG_TYPE',
       'QUORUMLOCK_ERR_LOCK_LOST',
       'QUORUMLOCK_ERR_OUT_OF_RANGE',
+      'QUORUMLOCK_ERR_PROTOCOL',
     ]);
     for (const [key, code] of Object.entries(errorCodes)) expect(key).toBe(code);
     const code: ErrorCode = new LockLostError(['r'], 'expired').code;

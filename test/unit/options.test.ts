@@ -1,6 +1,6 @@
 /**
  * The bad-input table: every invalid setting, member list, resource list, ttl and per-call option
- * fails in src/options.ts with the right error class, `error.parameter` set, and a message that
+ * fails in src/options/check.ts with the right error class, `error.parameter` set, and a message that
  * names the parameter and what it accepts. Pure: the ioredis clients here are lazyConnect and
  * never connect.
  */
@@ -9,8 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
 import { memberId } from '../../src/members/id.js';
 import { retryDelayMs } from '../../src/quorum/acquire-loop.js';
+import type { ArgumentError } from '../../src/errors.js';
 import {
-  type ArgumentError,
   checkAcquireOptions,
   checkMembers,
   checkResources,
@@ -56,6 +56,8 @@ function expectRejected({ run, kind, parameter, says }: BadRow): ArgumentError {
   expect(error).toBeInstanceOf(kind);
   expect(error.constructor).toBe(kind); // a TypeError is not a RangeError, nor the reverse
   expect(error.parameter).toBe(parameter);
+  // A stable code per class (errors.ts): what callers branch on, rather than the message.
+  expect(error.code).toBe(kind === TypeError ? 'QUORUMLOCK_ERR_INVALID_ARG_TYPE' : 'QUORUMLOCK_ERR_OUT_OF_RANGE');
   expect(error.message.startsWith(`quorumlock: ${parameter} `)).toBe(true);
   for (const text of says) expect(error.message).toContain(text);
   return error;
