@@ -3,6 +3,7 @@
  * src/quorum (one round, one attempt, rollback) and src/attempts.ts (the retry loop).
  */
 import { acquireWithRetries, type Won } from './quorum/acquire-loop.js';
+import { traced, tracing } from './diagnostics.js';
 import { argumentError, LockAcquireError } from './errors.js';
 import { Lock, type LockContext } from './lock/lock.js';
 import type { MemberClient } from './members/id.js';
@@ -19,7 +20,8 @@ import {
   checkSettings,
   checkTtl,
 } from './options/check.js';
-import type { AcquireOptions, RedlockOptions, Settings, UsingOptions } from './options/settings.js';
+import type { AcquireOptions, AttemptPolicy, RedlockOptions, Settings, UsingOptions } from './options/settings.js';
+import { newWaiterId } from './waiting/line.js';
 import { Notifications } from './waiting/notifications.js';
 import { keepExtended } from './lock/keep-extended.js';
 import { quorumOf } from './quorum/tally.js';
@@ -154,7 +156,7 @@ export class Redlock {
     const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
     const policy = checkAcquireOptions(options, this.settings);
-    return this.#handle(names, await acquireWithRetries(this.#members, this.settings, names, ttl, policy, this.#notifications));
+    return this.#acquire(names, ttl, policy);
   }
 
   /**
@@ -169,7 +171,7 @@ export class Redlock {
     checkOptionsObject(options);
     const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
     try {
-      return this.#handle(names, await acquireWithRetries(this.#members, this.settings, names, ttl, policy, this.#notifications));
+      return await this.#acquire(names, ttl, policy);
     } catch (error) {
       if (error instanceof LockAcquireError && error.outcome === 'taken') return null;
       throw error;
@@ -209,7 +211,16 @@ export class Redlock {
     return names;
   }
 
-  #handle(resources: readonly string[], won: Won): Lock {
-    return new Lock(this.#context, resources, won.value, won.deadline, won.round.votes, won.fence);
+  /** The acquire loop, traced ('quorumlock:acquire'), and the Lock it won. */
+  async #acquire(resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Lock> {
+    const { clock } = this.settings;
+    const lockId = newWaiterId();
+    const won = await traced(
+      tracing.acquire,
+      () => ({ lockId, resources, ttl }),
+      () => acquireWithRetries(this.#members, this.settings, resources, ttl, policy, this.#notifications, lockId),
+      (won: Won) => ({ fence: won.fence, remainingMs: won.deadline - clock.now() }),
+    );
+    return new Lock(this.#context, { id: lockId, resources, value: won.value, deadline: won.deadline, votes: won.round.votes, fence: won.fence });
   }
 }

@@ -4,7 +4,7 @@
  */
 import { inspect } from 'node:util';
 import { setBackgroundTimer } from '../clock/index.js';
-import { channels, publish } from '../diagnostics.js';
+import { channels, publish, traced, tracing } from '../diagnostics.js';
 import { LockExtendError, LockLostError } from '../errors.js';
 import type { Member } from '../members/member.js';
 import { checkTtl } from '../options/check.js';
@@ -21,6 +21,17 @@ export interface ReleaseResult {
   freed: boolean;
   votes: MemberVote<ReleaseAnswer>[];
   elapsedMs: number;
+}
+
+/** What a won acquire hands its Lock. */
+export interface HeldLock {
+  id: string;
+  resources: readonly string[];
+  value: string;
+  /** Until when (on the settings' clock) the lock is guaranteed. */
+  deadline: number;
+  votes: readonly MemberVote<LockAnswer | ExtendAnswer>[];
+  fence: number | undefined;
 }
 
 /** What a Lock needs from its Redlock: the members and the settings. */
@@ -50,13 +61,18 @@ export class Lock implements AsyncDisposable {
    */
   readonly fence: number | undefined;
 
-  constructor(context: LockContext, resources: readonly string[], value: string, deadline: number, votes: readonly MemberVote<LockAnswer | ExtendAnswer>[], fence?: number) {
+  /** Names this lock in logs and diagnostics events (`lockId`): unique per process, not secret, no capability. */
+  readonly id: string;
+
+  /** @internal Made by Redlock (acquire, tryAcquire, using), never by users. */
+  constructor(context: LockContext, held: HeldLock) {
     this.#context = context;
-    this.resources = Object.freeze([...resources]);
-    this.value = value;
-    this.#deadline = deadline;
-    this.#votes = votes;
-    this.fence = fence;
+    this.id = held.id;
+    this.resources = Object.freeze([...held.resources]);
+    this.value = held.value;
+    this.#deadline = held.deadline;
+    this.#votes = held.votes;
+    this.fence = held.fence;
   }
 
   /**
@@ -117,7 +133,7 @@ export class Lock implements AsyncDisposable {
     this.#lost = error;
     this.#context.settings.clock.clearTimer(this.#expiryTimer);
     this.#context.settings.logger.warn({ resources: this.resources, reason: error.reason, lostBecause: error.lostBecause, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'lock lost');
-    publish(channels.lost, () => ({ resources: this.resources, reason: error.reason }));
+    publish(channels.lost, () => ({ lockId: this.id, resources: this.resources, reason: error.reason }));
     this.#controller?.abort(error);
   }
 
@@ -136,7 +152,9 @@ export class Lock implements AsyncDisposable {
     } catch (error) {
       return Promise.reject(error);
     }
-    const run = this.#extending.then(() => this.#extendOnce(ttl));
+    const run = this.#extending.then(() =>
+      traced(tracing.extend, () => ({ lockId: this.id, resources: this.resources, ttl }), () => this.#extendOnce(ttl), () => ({ remainingMs: this.remainingMs() })),
+    );
     this.#extending = run.catch(() => undefined);
     return run;
   }
@@ -169,13 +187,13 @@ export class Lock implements AsyncDisposable {
       this.#votes = round.votes;
       this.#armExpiry();
       settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
-      publish(channels.extend, () => ({ resources: this.resources, extended: true, elapsedMs: round.elapsedMs }));
+      publish(channels.extend, () => ({ lockId: this.id, resources: this.resources, extended: true, elapsedMs: round.elapsedMs }));
       return this;
     }
     const { failure: reason, lostBecause } = result;
     settings.logger.warn({ resources: this.resources, reason, lostBecause, votes: describeVotes(round.votes), remainingMs: this.remainingMs() }, 'lock extension failed');
     const error = new LockExtendError(this.resources, reason, round.votes, round.elapsedMs, lostBecause);
-    publish(channels.extend, () => ({ resources: this.resources, extended: false, elapsedMs: round.elapsedMs, reason, ...(lostBecause ? { lostBecause } : {}) }));
+    publish(channels.extend, () => ({ lockId: this.id, resources: this.resources, extended: false, elapsedMs: round.elapsedMs, reason, ...(lostBecause ? { lostBecause } : {}) }));
     if (reason === 'unavailable') {
       // Not lost: Q0 (and whoever this round reached) still holds our value until the deadline,
       // and nobody said otherwise. The expiry timer follows the (possibly earlier) deadline.
@@ -191,7 +209,11 @@ export class Lock implements AsyncDisposable {
    * show as 'pending' and run it when they get to it), or after nodeTimeout. Never throws for
    * members that are down; the result says what each answered. Safe to call more than once.
    */
-  async release(): Promise<ReleaseResult> {
+  release(): Promise<ReleaseResult> {
+    return traced(tracing.release, () => ({ lockId: this.id, resources: this.resources }), () => this.#releaseOnce(), ({ freed, elapsedMs }) => ({ freed, elapsedMs }));
+  }
+
+  async #releaseOnce(): Promise<ReleaseResult> {
     const { members, settings } = this.#context;
     this.#released = true;
     settings.clock.clearTimer(this.#expiryTimer);
@@ -204,13 +226,13 @@ export class Lock implements AsyncDisposable {
     const freed = round.won;
     if (freed) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
     else settings.logger.warn({ resources: this.resources, votes: describeVotes(round.votes, 'released') }, 'lock release not confirmed by a quorum; the keys expire by their TTL');
-    publish(channels.release, () => ({ resources: this.resources, freed, elapsedMs: round.elapsedMs }));
+    publish(channels.release, () => ({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs }));
     return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
   }
 
   /** What JSON.stringify (and so a pino log line) shows of a lock: never the value. */
-  toJSON(): { resources: readonly string[]; remainingMs: number; released: boolean; fence?: number } {
-    const json = { resources: this.resources, remainingMs: this.remainingMs(), released: this.#released };
+  toJSON(): { id: string; resources: readonly string[]; remainingMs: number; released: boolean; fence?: number } {
+    const json = { id: this.id, resources: this.resources, remainingMs: this.remainingMs(), released: this.#released };
     return this.fence === undefined ? json : { ...json, fence: this.fence };
   }
 

@@ -24,7 +24,8 @@ import { describeVotes, type MemberVote } from './votes.js';
 import { leaseFor, LineTurns, newWaiterId, type Waiter } from '../waiting/line.js';
 import type { Notifications, Watch } from '../waiting/notifications.js';
 
-export type Won = Extract<AttemptResult, { won: true }>;
+/** A won attempt, and the id of the acquire call (its waiter id: not secret), which names the lock in logs and traces. */
+export type Won = Extract<AttemptResult, { won: true }> & { lockId: string };
 
 /** retryDelay ± retryJitter, never negative: competing clients fall out of step. */
 export function retryDelayMs(policy: Pick<AttemptPolicy, 'retryDelay' | 'retryJitter'>, random: () => number = Math.random): number {
@@ -68,16 +69,18 @@ export async function acquireWithRetries(
   ttl: number,
   policy: AttemptPolicy,
   notifications: Notifications,
+  /** Names this acquire in events and in line: unique, not secret. */
+  lockId: string = newWaiterId(),
 ): Promise<Won> {
   const { clock, logger } = settings;
   const begin = clock.now();
-  publish(channels.acquireStart, () => ({ resources, ttl }));
+  publish(channels.acquireStart, () => ({ lockId, resources, ttl }));
   const budgetEnd = begin + policy.waitTimeout;
   const attempts: AttemptRecord[] = [];
   let stoppedBecause: LockAcquireError['stoppedBecause'] = 'retries exhausted';
   let rollback: Promise<unknown> = Promise.resolve();
   // One ticket for the whole call: the order of arrival decides who is next.
-  const waiter: Waiter = { id: newWaiterId(), ticket: clock.epochMs(), leaseMs: leaseFor(policy, settings.nodeTimeout) };
+  const waiter: Waiter = { id: lockId, ticket: clock.epochMs(), leaseMs: leaseFor(policy, settings.nodeTimeout) };
   const outOfLine: Waiter = { ...waiter, leaseMs: 0 };
   let watch: Watch | undefined;
   let joined = false;
@@ -113,8 +116,8 @@ export async function acquireWithRetries(
         // Won: now, and only now, step out of every line (the scripts keep us in line until then).
         if (joined) leaveLine(members, resources, waiter);
         logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
-        publish(channels.acquireEnd, () => ({ resources, ttl, acquired: true, elapsedMs: clock.now() - begin, attempts: attempt, fence: result.fence }));
-        return result;
+        publish(channels.acquireEnd, () => ({ lockId, resources, ttl, acquired: true, elapsedMs: clock.now() - begin, attempts: attempt, fence: result.fence }));
+        return { ...result, lockId };
       }
       const { round, outcome, validityMs } = result;
       attempts.push({ attempt, outcome, startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
@@ -147,6 +150,7 @@ export async function acquireWithRetries(
     await rollback;
     if (joined) leaveLine(members, resources, waiter);
     publish(channels.acquireEnd, () => ({
+      lockId,
       resources,
       ttl,
       acquired: false,

@@ -114,7 +114,7 @@ describe('bad input never reaches the network', () => {
   });
 
   it('lock.extend with a bad ttl rejects without sending anything', async () => {
-    const lock = new Lock(contextOf(redlock), ['r'], 'not-a-real-value', redlock.settings.clock.now() + 10_000, []);
+    const lock = new Lock(contextOf(redlock), { id: 'forged', resources: ['r'], value: 'not-a-real-value', deadline: redlock.settings.clock.now() + 10_000, votes: [], fence: undefined });
     for (const [ttl, kind] of [
       [0, RangeError],
       [1.5, RangeError],

@@ -1,5 +1,5 @@
 /** The diagnostics_channel events, as a metrics exporter would consume them. */
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { channels, Redlock } from '../../src/index.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
@@ -41,12 +41,52 @@ it('publishes acquire, vote, extend, release, lost and quarantine events, never 
     expect(named('quorumlock:vote').every((vote) => typeof vote.member === 'string' && typeof vote.vote === 'string' && typeof vote.ms === 'number')).toBe(true);
     expect(named('quorumlock:extend').map((event) => event.extended)).toEqual([true, false]);
     expect(named('quorumlock:extend')[1]).toMatchObject({ reason: 'lost' });
-    expect(named('quorumlock:lost')).toEqual([{ resources: [resource], reason: 'extension failed' }]);
+    expect(named('quorumlock:lost')).toEqual([{ lockId: lock.id, resources: [resource], reason: 'extension failed' }]);
+    expect(ends[0]!.lockId).toBe(lock.id);
+    expect(named('quorumlock:release')[0]!.lockId).toBe(lock.id);
     expect(named('quorumlock:release')[0]).toMatchObject({ resources: [resource], freed: true });
     expect(named('quorumlock:quarantine')).toEqual([expect.objectContaining({ member: redlock.members[0]!.id })]);
     expect(JSON.stringify(seen)).not.toContain(lock.value);
   } finally {
     for (const stop of listeners) stop();
     await trust(servers.clients);
+  }
+});
+
+it('traces acquire, extend and release on tracing channels: one context from start to end, named by lockId, never a value', async () => {
+  type Event = { operation: string; event: string; context: Record<string, unknown> };
+  const events: Event[] = [];
+  const stops = ['acquire', 'extend', 'release'].map((operation) => {
+    const channel = tracingChannel(`quorumlock:${operation}`);
+    const on = (event: string) => (context: unknown) => events.push({ operation, event, context: context as Record<string, unknown> });
+    const handlers = { start: on('start'), end: on('end'), asyncStart: on('asyncStart'), asyncEnd: on('asyncEnd'), error: on('error') };
+    channel.subscribe(handlers);
+    return () => channel.unsubscribe(handlers);
+  });
+  try {
+    const redlock = new Redlock(servers.clients, { retryCount: 0 });
+    const resource = fresh('traced');
+    const lock = await redlock.acquire(resource, 5_000, { fencing: true });
+    await lock.extend(6_000);
+    const refused = await redlock.acquire(resource, 5_000).catch((error: unknown) => error);
+    await lock.release();
+
+    const of = (operation: string, event: string) => events.filter((e) => e.operation === operation && e.event === event).map((e) => e.context);
+    // The won acquire: start and asyncEnd see the same context object, with the summary as result.
+    const [wonStart, refusedStart] = of('acquire', 'start');
+    expect(wonStart).toMatchObject({ lockId: lock.id, resources: [resource], ttl: 5_000 });
+    const wonEnd = of('acquire', 'asyncEnd').find((context) => context === wonStart);
+    expect(wonEnd).toBeDefined();
+    expect(wonEnd!.result).toEqual({ fence: lock.fence, remainingMs: expect.any(Number) });
+    // The refused one ends with its error on its own context.
+    expect(refusedStart!.lockId).not.toBe(lock.id);
+    expect(of('acquire', 'error')).toEqual([refusedStart]);
+    expect(refusedStart!.error).toBe(refused);
+    expect(of('extend', 'start')).toEqual([expect.objectContaining({ lockId: lock.id, ttl: 6_000 })]);
+    expect(of('extend', 'asyncEnd')[0]!.result).toEqual({ remainingMs: expect.any(Number) });
+    expect(of('release', 'asyncEnd')).toEqual([expect.objectContaining({ lockId: lock.id, result: { freed: true, elapsedMs: expect.any(Number) } })]);
+    expect(JSON.stringify(events.map((e) => ({ ...e.context, error: undefined })))).not.toContain(lock.value);
+  } finally {
+    for (const stop of stops) stop();
   }
 });

@@ -234,7 +234,7 @@ describe('extend and release', () => {
     const redlock = new Redlock(servers.clients);
     const resource = fresh('owner');
     const lock = await redlock.acquire(resource, 10_000);
-    const impostor = new Lock(contextOf(redlock), [resource], 'not-the-value', systemClock.now() + 10_000, []);
+    const impostor = new Lock(contextOf(redlock), { id: 'impostor', resources: [resource], value: 'not-the-value', deadline: systemClock.now() + 10_000, votes: [], fence: undefined });
 
     const extendError = await impostor.extend(10_000).catch((e: unknown) => e);
     expect(extendError).toBeInstanceOf(LockExtendError);
