@@ -3,7 +3,8 @@ import { Redlock, quorumOf } from '../index.js';
 import { formatMs } from './duration.js';
 import { EXIT } from './errors.js';
 import { connect, within, type MemberUrl } from './members.js';
-import { healthy, probe, type EpochState, type MemberProbe } from './probe.js';
+import { healthy, probe } from './probe.js';
+import type { EpochState, MemberProbe } from './readings.js';
 import { table } from './table.js';
 
 export interface InspectOptions {

@@ -7,7 +7,7 @@ import { slotOf } from '../store/slots.js';
 import { allClusterEpochKeys, clusterEpochKey, EPOCH_FIELDS } from '../store/keys.js';
 import { within } from './members.js';
 import { serverFacts } from '../store/server.js';
-import { epochOf, lockOf, message, msOf, unreachable, type EpochState, type MemberProbe, type ProbeOptions, type State } from './probe.js';
+import { epochOf, lockOf, message, msOf, unreachable, type EpochState, type MemberProbe, type ProbeOptions, type State } from './readings.js';
 
 /**
  * Resolves once the Cluster knows its slots (it is 'ready'); rejects at its first error (every

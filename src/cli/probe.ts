@@ -1,93 +1,11 @@
 /** Reads one member's state for `status` and `members`: never writes, never prints a lock value. */
-import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Cluster } from 'ioredis';
 import type { MemberClient } from '../members/id.js';
-import { EPOCH_FIELDS, EPOCH_KEY, epochFields } from '../store/keys.js';
-import { serverFacts, whyNotCounting, type ServerFacts } from '../store/server.js';
+import { EPOCH_FIELDS, EPOCH_KEY } from '../store/keys.js';
+import { serverFacts, whyNotCounting } from '../store/server.js';
 import { probeCluster } from './probe-cluster.js';
-
-export type State = 'trusted' | 'quarantined' | 'none' | 'stale';
-
-export interface EpochState {
-  /**
-   * 'trusted': its epoch is older than maxLockTtl (or was declared trusted); 'quarantined':
-   * younger; 'none': no epoch yet (never locked on, never trusted); 'stale': the epoch was written
-   * by an earlier server process (a restart from disk, or a failover). After 'none' or 'stale'
-   * the next acquire starts a quarantine. On a cluster member without a resource: the worst state
-   * of its slots (none, then stale, then quarantined), counts in `slots`.
-   */
-  state: State;
-  /** Age of the member's data by its own clock (TIME − since), ms. Cluster: of the youngest slot epoch. */
-  ageMs?: number;
-  /** Quarantine left, ms (a quarantined epoch). Cluster: until the last quarantined slot is past it. */
-  leftMs?: number;
-  /** Declared brand new with `quorumlock trust` / trustMembers(). Cluster: every slot read was. */
-  genesis: boolean;
-  /** Cluster member, `status <resource>`: the resource's slot, whose epoch this is. */
-  slot?: number;
-  /**
-   * Cluster member, `members`: how many of the 16384 slot epochs are in each state; `unreadable`:
-   * slots whose node did not answer (or that no node serves); `shortestLeftMs`: the quarantined
-   * slot that is nearest its end.
-   */
-  slots?: Record<State | 'unreadable', number> & { shortestLeftMs?: number };
-}
-
-export interface MemberProbe {
-  member: string;
-  reachable: boolean;
-  error?: string;
-  /** PING round trip, ms. */
-  latencyMs?: number;
-  /** ROLE; for a cluster 'master' when CLUSTER INFO says cluster_state:ok, else e.g. 'cluster_state:fail'. */
-  role?: string;
-  /** Why this member would not count toward quorum though it answers (whyNotCounting: not a master, may evict lock keys). */
-  notCounting?: string;
-  epoch?: EpochState;
-  version?: string;
-  /** status only. */
-  lock?: { held: boolean; pttlMs?: number; owner?: string };
-}
-
-export interface ProbeOptions {
-  maxLockTtl: number;
-  resource?: string;
-  info?: boolean;
-  lastError?: () => Error | undefined;
-  /** The clients' per-command (and connect) timeout: bounds a cluster's waits, which its offline queue does not. */
-  timeoutMs?: number;
-  /**
-   * Called once the PING round trips are measured (or failed); the probe waits for what it
-   * returns before the heavier reads. probeAll() makes every member wait for all, so that no
-   * member's round trip is measured while another's 16384 slot epochs are being parsed.
-   */
-  pinged?: () => Promise<void>;
-}
-
-/** First 8 hex chars of sha256(value): enough to tell owners apart, useless to extend or release. */
-export function fingerprint(value: string): string {
-  return createHash('sha256').update(value).digest('hex').slice(0, 8);
-}
-
-export const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
-
-/** TIME → ms. */
-export const msOf = (time: readonly (string | number)[]) => Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-
-/**
- * One epoch hash (HMGET ...EPOCH_FIELDS), judged as the scripts judge it (src/lua/_epoch.lua)
- * against the server holding it: stale when another process or data lineage wrote it.
- */
-export function epochOf(values: readonly (string | null | undefined)[], server: ServerFacts, now: number, maxLockTtl: number): EpochState {
-  const fields = epochFields(values);
-  const genesis = fields.genesis === '1';
-  if (fields.since === undefined || fields.id === undefined) return { state: 'none', genesis };
-  if (fields.run_id !== server.runId || fields.replid !== server.replid) return { state: 'stale', genesis };
-  const ageMs = now - Number(fields.since);
-  const leftMs = genesis ? 0 : Math.max(0, maxLockTtl - ageMs);
-  return leftMs > 0 ? { state: 'quarantined', ageMs, leftMs, genesis } : { state: 'trusted', ageMs, genesis };
-}
+import { epochOf, lockOf, message, msOf, unreachable, type MemberProbe, type ProbeOptions } from './readings.js';
 
 export async function probe(client: MemberClient, member: string, options: ProbeOptions): Promise<MemberProbe> {
   if (client instanceof Cluster) return probeCluster(client, member, options);
@@ -121,16 +39,6 @@ export async function probe(client: MemberClient, member: string, options: Probe
     result.error = message(error);
   }
   return result;
-}
-
-export function unreachable(member: string, error: unknown, options: ProbeOptions): MemberProbe {
-  const last = options.lastError?.();
-  // The connection error (ECONNREFUSED, ENOTFOUND, auth) says more than "max retries reached".
-  return { member, reachable: false, error: last ? last.message : message(error) };
-}
-
-export function lockOf([value, pttl]: [string | null, number]): NonNullable<MemberProbe['lock']> {
-  return value === null ? { held: false } : { held: true, pttlMs: pttl, owner: fingerprint(value) };
 }
 
 /** A reachable master that answered everything: counts toward the quorum. */
