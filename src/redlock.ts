@@ -1,6 +1,6 @@
 /**
  * Redlock: the members and the settings, and the entry points. The algorithm lives in
- * src/quorum (one round, one attempt, rollback) and src/attempts.ts (the retry loop).
+ * src/quorum (one round; one attempt and its rollback; the acquire loop: retries, waiting, budget).
  */
 import { acquireWithRetries, type Won } from './quorum/acquire-loop.js';
 import { traced, tracing } from './diagnostics.js';

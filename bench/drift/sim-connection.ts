@@ -1,7 +1,7 @@
 /**
  * A client's connection to one simulated member, shaped like the ioredis client that
  * `new Redlock([...])` accepts: `options` (host, port, db: how memberId names it), `status`,
- * `on`/`once`, `role()`, and `defineCommand`, which installs the script commands src/member.ts
+ * `on`/`once`, `role()`, and `defineCommand`, which installs the script commands src/members/redis-member.ts
  * calls (quorumlockAcquire(keyCount, ...keys, ...args) and the rest).
  *
  * Each command is one request and one reply over a simulated network: each is delivered after a

@@ -20,7 +20,7 @@ export interface MemberUrl {
   /** As given (may contain a password: never print it; print `name`). */
   url: string;
   /**
-   * How quorumlock names the member (memberId() in src/member.ts): host:port/db,
+   * How quorumlock names the member (memberId() in src/members/id.ts): host:port/db,
    * sentinel:<master>@<sentinels, sorted>/db, or cluster:<seed nodes, sorted>.
    */
   name: string;

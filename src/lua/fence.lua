@@ -6,7 +6,7 @@
 --       member's acquire reply named in the same attempt: the call is refused in any other epoch.
 --       A sync needs one; a propose may pass '' (the member was not heard in the acquire round):
 --       raising a trusted counter is safe in any epoch, as the established token is decided
---       within the lock's validity (src/quorum/attempt.ts).
+--       within the lock's validity (src/quorum/acquire.ts).
 -- Returns {1 raised | 0 not raised, highest counter before, reading trusted 1/0, the epoch id,
 -- the member's max, complete 1/0 (genesis or a floor)}. A sync with a floor also repairs an
 -- incomplete epoch (sets its floor). Not raised when the server's epoch is not the one named

@@ -271,7 +271,7 @@ export class FakeRedis extends EventEmitter {
     });
   }
 
-  /** The socket as member.ts may look at it (no cork: every write is its own). */
+  /** The socket as members/redis-member.ts may look at it (no cork: every write is its own). */
   get stream(): undefined {
     return undefined;
   }

@@ -1,7 +1,7 @@
 /**
  * The extend decision (src/quorum/extend.ts) on fake members and a ManualClock, running the real
  * round: an extension counts only if its quorum was reached before the previous deadline, and
- * only "not ours" answers lose the lock; the watchdog (src/watchdog.ts) retries failed
+ * only "not ours" answers lose the lock; keep-extended (src/lock/keep-extended.ts) retries failed
  * extensions inside the remaining validity.
  */
 import { describe, expect, it } from 'vitest';

@@ -199,7 +199,7 @@ describe('resources (checkResources)', () => {
     expectRejected(row);
   });
 
-  // quorumlock's own keys (src/waiting/line.ts, companionKey in src/slots.ts): the epoch hash has
+  // quorumlock's own keys (src/store/keys.ts, companionKey in src/store/slots.ts): the epoch hash has
   // no TTL, so a waiter on it would wait forever, and locking a line or lease key would overwrite it.
   const reserved = ['not starting with "quorumlock:"', 'not containing ":quorumlock:"'];
   it.each<BadRow>([
