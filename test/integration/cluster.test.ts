@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { companionKey, slotOf } from '../../src/store/slots.js';
 import { clusterEpochKey } from '../../src/store/keys.js';
+import { describeVotes } from '../../src/quorum/votes.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
 import { errorOf, eventually, fresh, sleep } from './util.js';
 
@@ -53,7 +54,7 @@ describe('three clusters as members, quorum two', () => {
       // Two members, quorum two: the round must hear the evicting one, and cannot win without it.
       const redlock = new Redlock([connect(clusters[0]!), members[1]!], { retryCount: 0 });
       const error = await errorOf(redlock.acquire(fresh('evicting-node'), 2_000));
-      expect(error.attempts[0]!.votes[0]!).toMatchObject({ vote: 'quarantined', notCounting: expect.stringMatching(/maxmemory-policy allkeys-lru/) });
+      expect(error.attempts[0]!.votes[0]!, describeVotes(error.attempts[0]!.votes)).toMatchObject({ vote: 'quarantined', notCounting: expect.stringMatching(/maxmemory-policy allkeys-lru/) });
       expect(redlock.members[0]!.notCounting).toMatch(/allkeys-lru/);
     } finally {
       await node.config('SET', 'maxmemory', '0');
