@@ -103,7 +103,7 @@ export class RedisMember implements Member {
     const epochKey = this.#topology.epochKeyOf(resources);
     const known = this.#settled.get(epochKey);
     const settled = known !== undefined && known.quarantineMs === request.quarantineMs ? known.id : '';
-    const reply = await this.#call<number | unknown[]>('quorumlockAcquire', [...this.#topology.keysOf(resources), epochKey], acquireArgs(request, settled));
+    const reply = await this.#call<number | unknown[]>('quorumlockAcquire', this.#topology.acquireKeysOf(resources), acquireArgs(request, settled));
     const answer = decodeAcquire(reply, settled, request.fencing);
     if ('why' in answer) return answer;
     // A client that was still connecting ran our call before its INFO ('ready' fires after

@@ -9,10 +9,17 @@ import type { Topology } from './topology.js';
  * every member in every attempt, and a lock the same to every extend and release.
  */
 const keysMade = new WeakMap<readonly string[], readonly string[]>();
+const acquireKeysMade = new WeakMap<readonly string[], readonly string[]>();
 
 function keysOf(resources: readonly string[]): readonly string[] {
   let keys = keysMade.get(resources);
   if (!keys) keysMade.set(resources, (keys = resourceKeys(resources)));
+  return keys;
+}
+
+function acquireKeysOf(resources: readonly string[]): readonly string[] {
+  let keys = acquireKeysMade.get(resources);
+  if (!keys) acquireKeysMade.set(resources, (keys = [...keysOf(resources), EPOCH_KEY]));
   return keys;
 }
 
@@ -26,6 +33,7 @@ export function serverTopology(client: Redis): Topology {
   return {
     keysOf,
     epochKeyOf: () => EPOCH_KEY,
+    acquireKeysOf,
     everyEpochKey: () => EPOCH_KEYS,
     // A stand-in client without INFO (the drift simulator's) has no facts to read.
     readFacts: typeof client.info === 'function' ? () => client.info().then(serverFacts) : undefined,
