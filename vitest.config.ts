@@ -1,17 +1,40 @@
 import { defineConfig } from 'vitest/config';
 
+/** Tests that need no server: the algorithm on fake members, pure parts, the Lua model. */
+const unit = ['test/unit/**/*.test.ts', 'test/model/**/*.test.ts'];
+
+// The container backend's own tests need an engine; they run when that backend is chosen
+// (npm run test:containers), not as skipped tests in every other run.
+const containersOnly =
+  process.env.QUORUMLOCK_TEST_BACKEND === 'testcontainers' ? [] : ['test/integration/containers-backend.test.ts', 'test/chaos/chaos-containers.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // The container backend's own test needs an engine; it runs when that backend is chosen
-    // (npm run test:containers), not as a skipped test in every other run.
-    exclude: process.env.QUORUMLOCK_TEST_BACKEND === 'testcontainers' ? [] : ['test/integration/containers-backend.test.ts', 'test/chaos/chaos-containers.test.ts'],
-    // Each file starts its own redis-server masters on free ports; two cores, so two at a time.
+    // Options here hold for both projects (`extends: true`) or for the whole run (maxWorkers,
+    // reporters). include, exclude and globalSetup live in the projects only: an inline project
+    // appends arrays to the root's rather than replacing them.
+    // Each integration file starts its own redis-server masters on free ports; two cores, so two at a time.
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    globalSetup: ['test/harness/global-setup.ts'],
     reporters: ['default', './test/harness/summary-reporter.ts'],
+    projects: [
+      {
+        // `npx vitest run --project unit`: runs without redis-server installed.
+        extends: true,
+        test: { name: 'unit', include: unit },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts'],
+          exclude: [...unit, ...containersOnly],
+          // Fails the run at once, with install instructions, when redis-server is missing.
+          globalSetup: ['test/harness/global-setup.ts'],
+        },
+      },
+    ],
   },
 });

@@ -1,0 +1,158 @@
+/**
+ * Fencing tokens (src/quorum/fence.ts) on fake members: one more than every counter read, over a
+ * quorum of trusted readings; unfenced when too few members are trusted; proposed again when
+ * outbid; the sync only to epochs known before the winning round.
+ */
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../src/clock/index.js';
+import { attemptLock, type AttemptResult } from '../../../src/quorum/acquire.js';
+import { fenceToken } from '../../../src/quorum/fence.js';
+import type { Settings } from '../../../src/options/settings.js';
+import { fakeMembers, FakeMember, releasedAfterAcquire, runFor, settingsOn, settle } from './fake-member.js';
+
+const waiter = { id: 'w', ticket: 0, leaseMs: 0 };
+
+function fenced(members: FakeMember[], settings: Settings, ttl = 10_000): Promise<AttemptResult> {
+  return attemptLock(members, settings, ['r'], ttl, { timeoutMs: settings.nodeTimeout }, waiter, true, undefined);
+}
+
+const syncs = (member: FakeMember) => member.callsOf('fence').filter((call) => call.mode === 'sync');
+
+describe('fenceToken', () => {
+  it('issues one more than the highest counter read, once a quorum raised it from trusted readings', async () => {
+    const clock = new ManualClock(0);
+    const counters = [4, 7, 5];
+    const members = fakeMembers(clock, 3, (i) => ({ latencyMs: i + 1, counters: { r: counters[i]! } }));
+    const result = await settle(clock, fenced(members, settingsOn(clock)));
+    expect(result.won).toBe(true);
+    if (!result.won) return;
+    expect(result.fence).toBe(8);
+    await runFor(clock, 100);
+    for (const member of members) {
+      expect(member.callsOf('fence')[0]).toMatchObject({ mode: 'propose', token: 8, epoch: member.epoch });
+      expect(member.counters.get('r')).toBe(8);
+    }
+    // The next holder's token is higher.
+    await runFor(clock, 10_000);
+    const next = await settle(clock, fenced(members, settingsOn(clock)));
+    expect(next.won && next.fence).toBe(9);
+  });
+
+  it('counters are per resource: a token of another resource does not raise this one', async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 2, other: 40 } }));
+    const result = await settle(clock, fenced(members, settingsOn(clock)));
+    expect(result.won && result.fence).toBe(3);
+  });
+
+  it("returns no token ('unfenced') when too few members read trusted; a candidate is never written to an untrusted member", async () => {
+    const clock = new ManualClock(0);
+    // m1 and m2 lost their data: no counter, and their epochs are not complete.
+    const members = fakeMembers(clock, 3, (i) => (i === 0 ? { latencyMs: 1, counters: { r: 3 } } : { latencyMs: 1, complete: false }));
+    const result = await settle(clock, fenced(members, settingsOn(clock)));
+    expect(result.won).toBe(false);
+    if (result.won) return;
+    expect(result.round.won).toBe(true);
+    expect(result.outcome).toBe('unfenced');
+    const value = members[0]!.callsOf('acquire')[0]!.request.value;
+    for (const member of members) {
+      expect(member.callsOf('fence').map((call) => [call.mode, call.token])).toEqual([['propose', 4]]);
+      expect(releasedAfterAcquire(member, value)).toBe(true);
+    }
+    expect(members[0]!.counters.get('r')).toBe(4); // the trusted one raised; no token came of it
+    expect(members[1]!.counters.has('r')).toBe(false);
+    expect(members[2]!.counters.has('r')).toBe(false);
+    await settle(clock, result.rollback);
+    for (const member of members) expect(member.holder('r')).toBeUndefined();
+  });
+
+  it('proposes again above what outbid it', async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 5 } }));
+    for (const member of members) member.hold('r', 'v', 10_000);
+    // Readings older than the counters (a holder raised them since): the first proposal loses.
+    const stale = members.map(() => ({ highest: 1, trusted: true }));
+    const fence = await settle(
+      clock,
+      fenceToken(
+        members,
+        settingsOn(clock),
+        ['r'],
+        'v',
+        stale,
+        members.map((member) => member.epoch),
+        undefined,
+      ),
+    );
+    expect(fence?.token).toBe(6);
+    for (const member of members) expect(member.callsOf('fence').map((call) => call.token)).toEqual([2, 6]);
+  });
+
+  it('gives up when a quorum does not hold the key (no longer ours): nothing is raised', async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 5 } }));
+    members[0]!.hold('r', 'v', 10_000);
+    const readings = members.map(() => ({ highest: 5, trusted: true }));
+    const fence = await settle(clock, fenceToken(members, settingsOn(clock), ['r'], 'v', readings, [], undefined));
+    expect(fence).toBeUndefined();
+    expect(members.map((member) => member.counters.get('r'))).toEqual([6, 5, 5]);
+  });
+
+  it('a fence round that uses up the validity hands out no lock', async () => {
+    const clock = new ManualClock(0);
+    // ttl 30, drift 3: acquire decided at 14, the fence round at 28; 30 − 3 − 28 < 0.
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 14 }));
+    const result = await settle(clock, fenced(members, settingsOn(clock), 30));
+    expect(result.won).toBe(false);
+    if (result.won) return;
+    expect(result.outcome).toBe('expired');
+    expect(result.validityMs).toBeLessThanOrEqual(0);
+  });
+});
+
+describe('the sync', () => {
+  it('goes only to members whose epoch was known before the winning propose round was sent, bound to that epoch, with a floor', async () => {
+    const clock = new ManualClock(0);
+    const members = [
+      ...fakeMembers(clock, 3, () => ({ latencyMs: 10, counters: { r: 3 } })),
+      // Refuses (a holder's key is still there) and lost its data, but answers in the acquire round: synced.
+      new FakeMember(clock, 'taken', { latencyMs: 10, complete: false }),
+      // Lost its data; its acquire answer comes after the propose round went out: never synced.
+      new FakeMember(clock, 'late', { latencyMs: 15, complete: false }),
+    ];
+    members[3]!.hold('r', 'other', 5);
+    // One ms per turn of the loop: the propose round goes out at 11, the late answer comes at 15,
+    // the propose round is won at 21.
+    const result = await settle(clock, fenced(members, settingsOn(clock)), { stepMs: 1 });
+    expect(result.won).toBe(true);
+    if (!result.won) return;
+    expect(result.fence).toBe(4);
+    expect(members[4]!.callsOf('fence')[0]!.at).toBeLessThan(15); // the propose went out first
+    expect(clock.now()).toBeGreaterThan(15); // won after the late answer was read
+    expect(members.slice(0, 3).map(syncs)).toEqual([[], [], []]); // took the token: nothing to sync
+    expect(syncs(members[3]!)).toEqual([expect.objectContaining({ token: 4, epoch: 'taken#1', floor: 4 })]);
+    expect(syncs(members[4]!)).toEqual([]);
+    await runFor(clock, 100);
+    // The sync repaired 'taken': complete, and trusted at the token. 'late' stays untrusted.
+    expect(members[3]!.complete).toBe(true);
+    expect(members[3]!.reading(['r'])).toEqual({ highest: 4, trusted: true });
+    expect(members[4]!.reading(['r']).trusted).toBe(false);
+  });
+
+  it('never goes to a member in its quarantine, nor to any member with the quarantine off', async () => {
+    const sent = async (quarantine: boolean) => {
+      const clock = new ManualClock(0);
+      const members = [
+        ...fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 3 } })),
+        new FakeMember(clock, 'young', { latencyMs: 1, complete: false, quarantineLeftMs: 30_000 }),
+        new FakeMember(clock, 'taken', { latencyMs: 1, complete: false }),
+      ];
+      members[4]!.hold('r', 'other', 5);
+      const result = await settle(clock, fenced(members, settingsOn(clock, { quarantine })));
+      expect(result.won && result.fence).toBe(4);
+      return members.map((member) => syncs(member).length);
+    };
+    expect(await sent(true)).toEqual([0, 0, 0, 0, 1]);
+    expect(await sent(false)).toEqual([0, 0, 0, 0, 0]);
+  });
+});
