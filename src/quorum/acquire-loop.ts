@@ -130,7 +130,9 @@ export async function acquireWithRetries(
         // Listen first, then try again at once and join the line: a release that falls between
         // the refusal and the subscription is then seen by the next attempt, not missed.
         watch = notifications.watch(waiter.id);
-        wait = pTimeout(watch.ready, { milliseconds: settings.nodeTimeout, message: false, customTimers: timersOf(clock) });
+        // Never past the budget: a slow subscription must not stretch the acquire.
+        const leftMs = budgetEnd - clock.now();
+        wait = leftMs > 0 ? pTimeout(watch.ready, { milliseconds: Math.min(settings.nodeTimeout, leftMs), message: false, customTimers: timersOf(clock) }) : Promise.resolve();
       } else {
         // A release may come at any moment: wait out the delay or what is left of the budget,
         // whichever ends first (the loop's head then sees the budget gone).
