@@ -58,7 +58,9 @@ const left = await Promise.all(clients.map((c) => c.exists(...resources)));
 console.log(`${count} acquires at once, retryCount ${values['retry-count']}, waitTimeout ${waitTimeout ?? 'default'}:`);
 console.log(`  taken ${locks.length}/${count} in ${acquireMs.toFixed(0)} ms`);
 for (const [why, n] of failures) console.log(`  failed ${n}: ${why}`);
-console.log(`  released ${locks.length} in ${releaseMs.toFixed(0)} ms, ${released.filter((r) => r.freed).length} confirmed by a quorum; lock keys left per member: ${JSON.stringify(left)}`);
+console.log(
+  `  released ${locks.length} in ${releaseMs.toFixed(0)} ms, ${released.filter((r) => r.freed).length} confirmed by a quorum; lock keys left per member: ${JSON.stringify(left)}`,
+);
 
 for (const client of clients) client.disconnect();
 await redlock.quit();

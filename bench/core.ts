@@ -33,7 +33,11 @@ let key = 0;
 function firstOf<T>(promises: Promise<T>[], count: number, ok: (value: T) => boolean): Promise<void> {
   return new Promise((resolve) => {
     let seen = 0;
-    for (const promise of promises) promise.then((value) => ok(value) && ++seen === count && resolve(), () => undefined);
+    for (const promise of promises)
+      promise.then(
+        (value) => ok(value) && ++seen === count && resolve(),
+        () => undefined,
+      );
   });
 }
 
@@ -45,9 +49,17 @@ async function rawCycle(): Promise<number> {
   const resource = `raw:${++key}`;
   const value = `v${key}`;
   const started = systemClock.now();
-  await firstOf(clients.map((c) => c.set(resource, value, 'PX', 10_000, 'NX')), 3, (reply) => reply === 'OK');
+  await firstOf(
+    clients.map((c) => c.set(resource, value, 'PX', 10_000, 'NX')),
+    3,
+    (reply) => reply === 'OK',
+  );
   const acquired = systemClock.now() - started;
-  await firstOf(clients.map((c) => c.eval(RELEASE, 1, resource, value)), 3, () => true);
+  await firstOf(
+    clients.map((c) => c.eval(RELEASE, 1, resource, value)),
+    3,
+    () => true,
+  );
   return acquired;
 }
 
@@ -100,9 +112,13 @@ console.log(`\n5 local masters, ${cycles} cycles each, interleaved; acquire late
 console.log('| members | raw SET NX PX p50 | quorumlock p50 | ratio | raw p99 | quorumlock p99 |');
 console.log('|---|---|---|---|---|---|');
 for (const row of rows) {
-  console.log(`| ${row.label} | ${f(row.raw.p50)} | ${f(row.quorumlock.p50)} | ${(row.quorumlock.p50 / row.raw.p50).toFixed(2)}× | ${f(row.raw.p99)} | ${f(row.quorumlock.p99)} |`);
+  console.log(
+    `| ${row.label} | ${f(row.raw.p50)} | ${f(row.quorumlock.p50)} | ${(row.quorumlock.p50 / row.raw.p50).toFixed(2)}× | ${f(row.raw.p99)} | ${f(row.quorumlock.p99)} |`,
+  );
 }
-console.log(`\nTime to fail one attempt with 3 of 5 paused (nodeTimeout ${redlock.settings.nodeTimeout} ms, incl. rollback): p50 ${f(quantile(failTimes, 0.5))} ms, max ${f(Math.max(...failTimes))} ms`);
+console.log(
+  `\nTime to fail one attempt with 3 of 5 paused (nodeTimeout ${redlock.settings.nodeTimeout} ms, incl. rollback): p50 ${f(quantile(failTimes, 0.5))} ms, max ${f(Math.max(...failTimes))} ms`,
+);
 
 mkdirSync('bench/results', { recursive: true });
 writeFileSync('bench/results/core.json', JSON.stringify({ date: new Date().toISOString(), node: process.version, cycles, rows, failTimes }, null, 2));

@@ -63,7 +63,12 @@ function boundedAcquire(locker: Locker, resource: string, ttl: number, limits: L
   );
 }
 const boundedRelease = (held: Held, limits: Limits, inc: Incidents): Promise<Bounded<boolean>> =>
-  bounded(() => held.release(), limits.opTimeoutMs, () => void inc.lateCompletions++, () => void inc.lateCompletions++);
+  bounded(
+    () => held.release(),
+    limits.opTimeoutMs,
+    () => void inc.lateCompletions++,
+    () => void inc.lateCompletions++,
+  );
 
 function noteError(inc: Incidents, error: unknown) {
   inc.errors++;
@@ -163,7 +168,10 @@ export interface ThroughputResult {
   incidents: Record<string, Incidents>;
 }
 
-export async function throughput(set: MasterSet, o: { concurrency: number[]; sliceMs: number; rounds: number; limits: Limits; log: (line: string) => void }): Promise<ThroughputResult> {
+export async function throughput(
+  set: MasterSet,
+  o: { concurrency: number[]; sliceMs: number; rounds: number; limits: Limits; log: (line: string) => void },
+): Promise<ThroughputResult> {
   const opened = await open(set, ALL);
   const inc = opened.map(incidents);
   const slices: ThroughputSlice[] = [];
@@ -171,13 +179,18 @@ export async function throughput(set: MasterSet, o: { concurrency: number[]; sli
   let sliceIndex = 0;
   // Warm-up: every client runs briefly at the highest concurrency (scripts loaded, JIT warm).
   for (const [c, { locker }] of opened.entries()) {
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      for (let i = 0; i < 20; i++) await cycle(locker, `fig2:warm:${c}:${++key}`, TTL, o.limits, inc[c]!);
-    }));
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let i = 0; i < 20; i++) await cycle(locker, `fig2:warm:${c}:${++key}`, TTL, o.limits, inc[c]!);
+      }),
+    );
   }
   for (let round = 1; round <= o.rounds; round++) {
     for (const concurrency of o.concurrency) {
-      for (const c of rotation(opened.map((_, i) => i), sliceIndex++)) {
+      for (const c of rotation(
+        opened.map((_, i) => i),
+        sliceIndex++,
+      )) {
         const { peer, locker } = opened[c]!;
         let done = 0;
         const end = now() + o.sliceMs;
@@ -191,7 +204,12 @@ export async function throughput(set: MasterSet, o: { concurrency: number[]; sli
         const drainMs = now() - end;
         slices.push({ client: peer.name, round, concurrency, cycles: done, perSecond: done / (o.sliceMs / 1000), drainMs });
       }
-      o.log(`  round ${round}, concurrency ${concurrency}: ${slices.slice(-opened.length).map((s) => `${s.client} ${s.perSecond.toFixed(0)}/s`).join(', ')}`);
+      o.log(
+        `  round ${round}, concurrency ${concurrency}: ${slices
+          .slice(-opened.length)
+          .map((s) => `${s.client} ${s.perSecond.toFixed(0)}/s`)
+          .join(', ')}`,
+      );
     }
   }
   await close(opened);
@@ -385,7 +403,13 @@ export async function twoPaused(set: MasterSet, o: { cycles: number; warmup: num
 
 function describe(result: { acquired: Bounded<Held>; released?: Bounded<boolean> }): string {
   const part = (name: string, r: Bounded<unknown> | undefined) =>
-    !r ? '' : r.status === 'hung' ? `${name} hung` : r.status === 'error' ? `${name} failed in ${r.ms.toFixed(0)} ms: ${describeError(r.error)}` : `${name} ${r.ms.toFixed(0)} ms`;
+    !r
+      ? ''
+      : r.status === 'hung'
+        ? `${name} hung`
+        : r.status === 'error'
+          ? `${name} failed in ${r.ms.toFixed(0)} ms: ${describeError(r.error)}`
+          : `${name} ${r.ms.toFixed(0)} ms`;
   return [part('acquire', result.acquired), part('release', result.released)].filter(Boolean).join(', ');
 }
 
@@ -411,7 +435,10 @@ export interface FailRow {
   late: Incidents;
 }
 
-export async function threePaused(set: MasterSet, o: { samples: number; limits: Limits; log: (line: string) => void }): Promise<{ rows: FailRow[]; nodeTimeout: number; drain: { drainedMs: number; undrained: number } }> {
+export async function threePaused(
+  set: MasterSet,
+  o: { samples: number; limits: Limits; log: (line: string) => void },
+): Promise<{ rows: FailRow[]; nodeTimeout: number; drain: { drainedMs: number; undrained: number } }> {
   const opened = await open(set, CLIENTS, 'one-attempt');
   const warm = opened.map(incidents);
   for (let i = 0; i < 20; i++) for (const [c, { locker }] of opened.entries()) await cycle(locker, `fig5:warm:${c}:${i}`, TTL, o.limits, warm[c]!);
@@ -452,7 +479,9 @@ export async function threePaused(set: MasterSet, o: { samples: number; limits: 
         }
         if ((r.status !== 'error' || r.ms > SLOW_MS) && ++troubled[c]! === o.limits.maxTroubled) {
           row.retired = true;
-          o.log(`  ${row.client}: retired after ${troubled[c]} troubled attempts (last: ${r.status === 'hung' ? 'hung' : `${r.status} in ${r.ms.toFixed(0)} ms`})`);
+          o.log(
+            `  ${row.client}: retired after ${troubled[c]} troubled attempts (last: ${r.status === 'hung' ? 'hung' : `${r.status} in ${r.ms.toFixed(0)} ms`})`,
+          );
         }
       }
     }
@@ -494,7 +523,10 @@ export interface MemoryResult {
 }
 
 export async function memory(set: MasterSet, o: { cycles: number; concurrency: number; limits: Limits; log: (line: string) => void }): Promise<MemoryResult> {
-  const [{ locker, connections }] = (await open(set, CLIENTS.filter((p) => p.name === 'quorumlock'))) as [Opened];
+  const [{ locker, connections }] = (await open(
+    set,
+    CLIENTS.filter((p) => p.name === 'quorumlock'),
+  )) as [Opened];
   const inc = incidents();
   const sampleEvery = Math.min(100_000, Math.max(1000, Math.floor(o.cycles / 10)));
   const warmupCycles = Math.min(50_000, sampleEvery);

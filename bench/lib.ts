@@ -34,10 +34,7 @@ export function rotation<T>(items: readonly T[], i: number): T[] {
   return [...items.slice(k), ...items.slice(0, k)];
 }
 
-export type Bounded<T> =
-  | { status: 'ok'; value: T; ms: number }
-  | { status: 'error'; error: unknown; ms: number }
-  | { status: 'hung'; ms: number };
+export type Bounded<T> = { status: 'ok'; value: T; ms: number } | { status: 'error'; error: unknown; ms: number } | { status: 'hung'; ms: number };
 
 /**
  * Runs `op` with an outer time limit. A client that waits forever for a paused member (node-redlock
@@ -45,7 +42,12 @@ export type Bounded<T> =
  * cannot be cancelled, so whatever it resolves with later goes to `onLate` (e.g. release a lock that
  * arrives after we gave up) and a late rejection to `onLateError`: nothing is left unhandled.
  */
-export function bounded<T>(op: () => PromiseLike<T>, limitMs: number, onLate?: (value: T) => void, onLateError?: (error: unknown) => void): Promise<Bounded<T>> {
+export function bounded<T>(
+  op: () => PromiseLike<T>,
+  limitMs: number,
+  onLate?: (value: T) => void,
+  onLateError?: (error: unknown) => void,
+): Promise<Bounded<T>> {
   return new Promise((resolve) => {
     let done = false;
     const started = now();

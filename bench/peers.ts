@@ -45,7 +45,11 @@ const RAW_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.
 function firstOf<T>(promises: Promise<T>[], count: number, ok: (value: T) => boolean): Promise<void> {
   return new Promise((resolve) => {
     let seen = 0;
-    for (const promise of promises) promise.then((value) => ok(value) && ++seen === count && resolve(), () => undefined);
+    for (const promise of promises)
+      promise.then(
+        (value) => ok(value) && ++seen === count && resolve(),
+        () => undefined,
+      );
   });
 }
 
@@ -59,12 +63,20 @@ const raw: Peer = {
       async acquire(resource, ttl) {
         const value = `v${++rawValue}`;
         const started = now();
-        await firstOf(members.map((c) => c.set(resource, value, 'PX', ttl, 'NX')), quorum, (reply) => reply === 'OK');
+        await firstOf(
+          members.map((c) => c.set(resource, value, 'PX', ttl, 'NX')),
+          quorum,
+          (reply) => reply === 'OK',
+        );
         const validityMs = ttl - (now() - started);
         return {
           validityMs,
           release: async () => {
-            await firstOf(members.map((c) => c.eval(RAW_RELEASE, 1, resource, value)), quorum, () => true);
+            await firstOf(
+              members.map((c) => c.eval(RAW_RELEASE, 1, resource, value)),
+              quorum,
+              () => true,
+            );
             return true;
           },
         };

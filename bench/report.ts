@@ -44,7 +44,9 @@ export function report(r: Results): string {
 
   out(`# quorumlock vs peers: \`npm run bench${r.mode === 'quick' ? ' -- --quick' : ''}\``);
   out();
-  out(`${r.date}, Node ${r.node}, ${r.machine}. Five local redis-server masters (no persistence), shared by every client; every client has its own ioredis connections and runs with its own default settings. Clients take turns (interleaved per cycle or per slice), so machine noise hits all alike. "raw" is the reference no client can beat: one parallel \`SET NX PX\` round on all 5 decided at the 3rd OK, released by a Lua compare-and-delete decided at the 3rd answer (bench/core.ts). Every single operation is bounded by an outer timeout of ${r.opTimeoutMs} ms: past it, it counts as ${hung}.`);
+  out(
+    `${r.date}, Node ${r.node}, ${r.machine}. Five local redis-server masters (no persistence), shared by every client; every client has its own ioredis connections and runs with its own default settings. Clients take turns (interleaved per cycle or per slice), so machine noise hits all alike. "raw" is the reference no client can beat: one parallel \`SET NX PX\` round on all 5 decided at the 3rd OK, released by a Lua compare-and-delete decided at the 3rd answer (bench/core.ts). Every single operation is bounded by an outer timeout of ${r.opTimeoutMs} ms: past it, it counts as ${hung}.`,
+  );
   out();
 
   // 1 -------------------------------------------------------------------------------------------
@@ -56,7 +58,9 @@ export function report(r: Results): string {
     out('| client | cycle p50 | × raw | cycle p99 | × raw | acquire p50 | × raw | acquire p99 | × raw |');
     out('|---|---|---|---|---|---|---|---|---|');
     for (const row of rows) {
-      out(`| ${row.client} | ${ms(row.cycleMs.p50)} | ${x(row.cycleMs.p50, raw.cycleMs.p50)} | ${ms(row.cycleMs.p99)} | ${x(row.cycleMs.p99, raw.cycleMs.p99)} | ${ms(row.acquireMs.p50)} | ${x(row.acquireMs.p50, raw.acquireMs.p50)} | ${ms(row.acquireMs.p99)} | ${x(row.acquireMs.p99, raw.acquireMs.p99)} |`);
+      out(
+        `| ${row.client} | ${ms(row.cycleMs.p50)} | ${x(row.cycleMs.p50, raw.cycleMs.p50)} | ${ms(row.cycleMs.p99)} | ${x(row.cycleMs.p99, raw.cycleMs.p99)} | ${ms(row.acquireMs.p50)} | ${x(row.acquireMs.p50, raw.acquireMs.p50)} | ${ms(row.acquireMs.p99)} | ${x(row.acquireMs.p99, raw.acquireMs.p99)} |`,
+      );
     }
     out();
   }
@@ -99,18 +103,27 @@ export function report(r: Results): string {
   };
   if (f.handoff) {
     const first = f.handoff[0];
-    out(`## 3. Contended handoff: 8 workers (each its own client and connections) on one key, ttl 1 s, 1 ms holds (${first ? handoff(first.client).rounds : 0} round(s) each, interleaved; medians)`);
+    out(
+      `## 3. Contended handoff: 8 workers (each its own client and connections) on one key, ttl 1 s, 1 ms holds (${first ? handoff(first.client).rounds : 0} round(s) each, interleaved; medians)`,
+    );
     out();
-    out('"Handoff" runs from the holder\'s first release in its streak (it may take the lock straight back) to another worker holding the lock. No raw column: raw has no way to wait.');
+    out(
+      '"Handoff" runs from the holder\'s first release in its streak (it may take the lock straight back) to another worker holding the lock. No raw column: raw has no way to wait.',
+    );
     out();
-    out('| client | acquisitions/s | to another worker | handoff p50 | handoff p99 | new holder waited p50 | p99 | top / min worker share | failed acquires | most holders at once |');
+    out(
+      '| client | acquisitions/s | to another worker | handoff p50 | handoff p99 | new holder waited p50 | p99 | top / min worker share | failed acquires | most holders at once |',
+    );
     out('|---|---|---|---|---|---|---|---|---|---|');
     for (const peer of CLIENTS) {
       const h = handoff(peer.name);
       if (h.rounds === 0) continue;
-      out(`| ${peer.name} | ${h.perSecond.toFixed(1)} | ${h.toAnotherPct.toFixed(1)} % | ${ms(h.p50)} | ${ms(h.p99)} | ${ms(h.waited50)} | ${ms(h.waited99)} | ${h.top.toFixed(1)} % / ${h.min.toFixed(1)} % | ${h.failed} | ${h.mostHolders} |`);
+      out(
+        `| ${peer.name} | ${h.perSecond.toFixed(1)} | ${h.toAnotherPct.toFixed(1)} % | ${ms(h.p50)} | ${ms(h.p99)} | ${ms(h.waited50)} | ${ms(h.waited99)} | ${h.top.toFixed(1)} % / ${h.min.toFixed(1)} % | ${h.failed} | ${h.mostHolders} |`,
+      );
     }
-    for (const peer of CLIENTS) if (handoff(peer.name).mostHolders > 1) out(`\n**WARNING:** ${peer.name} let ${handoff(peer.name).mostHolders} workers hold the lock at once.`);
+    for (const peer of CLIENTS)
+      if (handoff(peer.name).mostHolders > 1) out(`\n**WARNING:** ${peer.name} let ${handoff(peer.name).mostHolders} workers hold the lock at once.`);
     out();
   }
 
@@ -120,12 +133,16 @@ export function report(r: Results): string {
     const raw = rows.find((row) => row.client === 'raw')!;
     out(`## 4. Acquire latency with 2 of 5 members paused (SIGSTOP), against the same clients healthy just before`);
     out();
-    out(`A client is retired from the paused phase after ${r.options.maxTroubled} troubled cycles (an acquire or release that hung, failed or took > 1 s); hung acquires count as ∞ in its percentiles.`);
+    out(
+      `A client is retired from the paused phase after ${r.options.maxTroubled} troubled cycles (an acquire or release that hung, failed or took > 1 s); hung acquires count as ∞ in its percentiles.`,
+    );
     out();
     out('| client | healthy p50 | healthy p99 | 2 paused p50 | × raw | 2 paused p99 | × healthy p99 | max | cycles measured / attempted | hung ops |');
     out('|---|---|---|---|---|---|---|---|---|---|');
     for (const row of rows) {
-      out(`| ${row.client} | ${ms(row.healthy.p50)} | ${ms(row.healthy.p99)} | ${ms(row.paused.p50)} | ${x(row.paused.p50, raw.paused.p50)} | ${ms(row.paused.p99)} | ${x(row.paused.p99, row.healthy.p99)} | ${ms(row.paused.max)} | ${row.paused.samples} / ${row.attempted}${row.retired ? ' (retired)' : ''} | ${row.incidents.hung} |`);
+      out(
+        `| ${row.client} | ${ms(row.healthy.p50)} | ${ms(row.healthy.p99)} | ${ms(row.paused.p50)} | ${x(row.paused.p50, raw.paused.p50)} | ${ms(row.paused.p99)} | ${x(row.paused.p99, row.healthy.p99)} | ${ms(row.paused.max)} | ${row.paused.samples} / ${row.attempted}${row.retired ? ' (retired)' : ''} | ${row.incidents.hung} |`,
+      );
     }
     const drain = rows[0]?.drain;
     if (drain) out(`\nAfter resuming, every connection's queue drained in ${drain.drainedMs.toFixed(0)} ms (${drain.undrained} did not answer).`);
@@ -141,7 +158,9 @@ export function report(r: Results): string {
     out('| client | settings | p50 | max | attempts | failed as "could not lock" | hung | acquired (!) | other errors |');
     out('|---|---|---|---|---|---|---|---|---|');
     for (const row of f.threePaused.rows) {
-      out(`| ${row.client} | ${row.settings} | ${ms(row.p50)} | ${ms(row.max)} | ${row.attempted}${row.retired ? ' (retired)' : ''} | ${row.failMs.length} | ${row.hung} | ${row.acquired} | ${row.otherErrors}${row.firstOtherError ? `: ${row.firstOtherError}` : ''} |`);
+      out(
+        `| ${row.client} | ${row.settings} | ${ms(row.p50)} | ${ms(row.max)} | ${row.attempted}${row.retired ? ' (retired)' : ''} | ${row.failMs.length} | ${row.hung} | ${row.acquired} | ${row.otherErrors}${row.firstOtherError ? `: ${row.firstOtherError}` : ''} |`,
+      );
     }
     out();
   }
@@ -151,11 +170,14 @@ export function report(r: Results): string {
     const m = f.memory;
     out(`## 6. quorumlock memory over ${m.cycles.toLocaleString('en-US')} acquire/release cycles (concurrency ${m.concurrency}, distinct keys)`);
     out();
-    out(`After ${m.warmupCycles.toLocaleString('en-US')} warm-up cycles; sampled every ${m.sampleEvery.toLocaleString('en-US')} cycles${m.gcForced ? ', each after a forced full GC' : ' (no forced GC available)'}; ${m.perSecond.toFixed(0)} cycles/s.`);
+    out(
+      `After ${m.warmupCycles.toLocaleString('en-US')} warm-up cycles; sampled every ${m.sampleEvery.toLocaleString('en-US')} cycles${m.gcForced ? ', each after a forced full GC' : ' (no forced GC available)'}; ${m.perSecond.toFixed(0)} cycles/s.`,
+    );
     out();
     out('| cycles | RSS | heapUsed | elapsed |');
     out('|---|---|---|---|');
-    for (const s of m.samples) out(`| ${s.cycles.toLocaleString('en-US')} | ${s.rssMB.toFixed(1)} MB | ${s.heapUsedMB.toFixed(2)} MB | ${s.elapsedS.toFixed(0)} s |`);
+    for (const s of m.samples)
+      out(`| ${s.cycles.toLocaleString('en-US')} | ${s.rssMB.toFixed(1)} MB | ${s.heapUsedMB.toFixed(2)} MB | ${s.elapsedS.toFixed(0)} s |`);
     out();
     out(`Growth from the first to the last sample: RSS ${sign(m.rssGrowthMB)} MB, heapUsed ${sign(m.heapGrowthMB)} MB.`);
     out();
@@ -196,7 +218,10 @@ export function report(r: Results): string {
     if (row.hung) parts.push(`${row.hung} acquire(s) ${hung}`);
     if (row.acquired) parts.push(`**${row.acquired} acquire(s) SUCCEEDED with a majority paused**`);
     if (row.otherErrors) parts.push(`${row.otherErrors} other error(s): \`${row.firstOtherError}\``);
-    if (row.late.lateCompletions) parts.push(`${row.late.lateCompletions} settled after being given up (once the masters were resumed)${lateLocks(row.late.lateLocks, row.late.lateValidityMs)}`);
+    if (row.late.lateCompletions)
+      parts.push(
+        `${row.late.lateCompletions} settled after being given up (once the masters were resumed)${lateLocks(row.late.lateLocks, row.late.lateValidityMs)}`,
+      );
     if (parts.length) incidentLines.push(`- 5 three paused, ${row.client}: ${parts.join('; ')}`);
   }
   if (f.memory) note('6 memory', QL, f.memory.incidents);
@@ -206,7 +231,11 @@ export function report(r: Results): string {
   if (incidentLines.length === 0) out('None: no hangs, errors, unconfirmed releases or expired hand-outs.');
   for (const line of incidentLines) out(line);
   out();
-  out(`Run time per figure: ${Object.entries(r.seconds).map(([k, s]) => `${k} ${s.toFixed(0)} s`).join(', ')}.`);
+  out(
+    `Run time per figure: ${Object.entries(r.seconds)
+      .map(([k, s]) => `${k} ${s.toFixed(0)} s`)
+      .join(', ')}.`,
+  );
   return lines.join('\n');
 }
 

@@ -58,7 +58,9 @@ const startedAt = now();
 const results: Results = {
   date: new Date().toISOString(),
   node: process.version,
-  machine: `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at start`,
+  machine: `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} at start`,
   mode: quick ? 'quick' : 'full',
   options: { ...plan, maxTroubled: limits.maxTroubled, only: values.only },
   opTimeoutMs: limits.opTimeoutMs,
@@ -102,7 +104,9 @@ await figure(3, 'contended handoff', async () => {
   for (let i = 1; i <= plan.handoff.rounds; i++) {
     for (const peer of CLIENTS) {
       const row = await handoffRound(set, peer, i, { seconds: plan.handoff.seconds, limits });
-      log(`  round ${i} ${row.client}: ${row.acquisitions} acquisitions, ${row.toAnotherPct.toFixed(1)} % to another, handoff p50 ${row.handoffMs.p50.toFixed(1)} ms, ${row.failed} failed, drained in ${row.drainedMs.toFixed(0)} ms`);
+      log(
+        `  round ${i} ${row.client}: ${row.acquisitions} acquisitions, ${row.toAnotherPct.toFixed(1)} % to another, handoff p50 ${row.handoffMs.p50.toFixed(1)} ms, ${row.failed} failed, drained in ${row.drainedMs.toFixed(0)} ms`,
+      );
       rounds.push(row);
     }
   }
@@ -123,6 +127,9 @@ const markdown = report(results);
 console.log(`\n${markdown}`);
 mkdirSync('bench/results', { recursive: true });
 writeFileSync('bench/results/bench.md', `${markdown}\n`);
-writeFileSync('bench/results/bench.json', JSON.stringify(results, (_, v: unknown) => (v === Infinity ? 'Infinity' : v), 2));
+writeFileSync(
+  'bench/results/bench.json',
+  JSON.stringify(results, (_, v: unknown) => (v === Infinity ? 'Infinity' : v), 2),
+);
 log(`wrote bench/results/bench.md and bench/results/bench.json (${results.seconds.total.toFixed(0)} s)`);
 await set.stop();

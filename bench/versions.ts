@@ -16,7 +16,9 @@ import * as current from '../src/index.js';
 
 const { values } = parseArgs({ options: { other: { type: 'string', multiple: true }, cycles: { type: 'string', default: '3000' } } });
 if (!values.other?.length) throw new Error('usage: npm run bench:versions -- --other <path of another checkout> ...');
-const others = await Promise.all(values.other.map(async (path) => ({ name: path, lib: (await import(pathToFileURL(resolve(path, 'src/index.ts')).href)) as typeof current })));
+const others = await Promise.all(
+  values.other.map(async (path) => ({ name: path, lib: (await import(pathToFileURL(resolve(path, 'src/index.ts')).href)) as typeof current })),
+);
 const cycles = Number(values.cycles);
 
 const quantile = (samples: number[], q: number) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
@@ -83,7 +85,9 @@ versions.forEach((version, i) => {
   console.log(`| ${version.name} | ${f(plain[i]!.p50)} | ${f(plain[i]!.p99)} | ${f(fenced[i]!.p50)} | ${f(fenced[i]!.p99)} | ${server[i]!.toFixed(2)} |`);
 });
 versions.slice(1).forEach((version, i) => {
-  console.log(`this tree ÷ ${version.name}: acquire p50 ${(plain[0]!.p50 / plain[i + 1]!.p50).toFixed(2)}×, fenced p50 ${(fenced[0]!.p50 / fenced[i + 1]!.p50).toFixed(2)}×`);
+  console.log(
+    `this tree ÷ ${version.name}: acquire p50 ${(plain[0]!.p50 / plain[i + 1]!.p50).toFixed(2)}×, fenced p50 ${(fenced[0]!.p50 / fenced[i + 1]!.p50).toFixed(2)}×`,
+  );
 });
 for (const { clients } of versions) for (const c of clients) c.disconnect();
 await set.stop();

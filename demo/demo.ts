@@ -118,7 +118,9 @@ async function main(): Promise<number> {
   console.log('worker  acquisitions  failed  p50 acquire  p99 acquire');
   for (const [id, s] of stats.entries()) {
     const sorted = [...s.latencies].sort((a, b) => a - b);
-    console.log(`${String(id).padStart(6)}  ${String(s.acquisitions).padStart(12)}  ${String(s.failures).padStart(6)}  ${percentile(sorted, 50).toFixed(1).padStart(8)} ms  ${percentile(sorted, 99).toFixed(1).padStart(8)} ms`);
+    console.log(
+      `${String(id).padStart(6)}  ${String(s.acquisitions).padStart(12)}  ${String(s.failures).padStart(6)}  ${percentile(sorted, 50).toFixed(1).padStart(8)} ms  ${percentile(sorted, 99).toFixed(1).padStart(8)} ms`,
+    );
   }
   const before = holdings.filter((h) => h.acquiredAt < killAt).length;
   console.log(`\n${holdings.length} acquisitions: ${before} before the kill, ${holdings.length - before} after it (with 4 of 5 masters).`);

@@ -8,8 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 const dir = fileURLToPath(new URL('../src/lua/', import.meta.url));
 const target = `${dir}sources.ts`;
-const expand = (name) =>
-  readFileSync(dir + name, 'utf8').replace(/^-- #include (\S+)\n/gm, (_, included) => expand(included));
+const expand = (name) => readFileSync(dir + name, 'utf8').replace(/^-- #include (\S+)\n/gm, (_, included) => expand(included));
 const names = readdirSync(dir)
   .filter((name) => name.endsWith('.lua') && !name.startsWith('_'))
   .sort();

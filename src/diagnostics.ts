@@ -67,7 +67,12 @@ function observed(target: TracingChannel<object, TraceContext>): boolean {
  * Runs `operation` traced on `target` when anyone listens; otherwise just runs it. The traced
  * result is `summary(value)`: the caller gets `value` itself, subscribers only the summary.
  */
-export async function traced<T>(target: TracingChannel<object, TraceContext>, context: () => TraceContext, operation: () => Promise<T>, summary: (value: T) => object): Promise<T> {
+export async function traced<T>(
+  target: TracingChannel<object, TraceContext>,
+  context: () => TraceContext,
+  operation: () => Promise<T>,
+  summary: (value: T) => object,
+): Promise<T> {
   if (!observed(target)) return operation();
   let value!: T;
   await target.tracePromise(async () => summary((value = await operation())), context());

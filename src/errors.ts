@@ -124,8 +124,10 @@ export class LockAcquireError extends Error {
     const last = attempts[attempts.length - 1];
     const hints: Partial<Record<AttemptOutcome, string>> = {
       expired: `, but validity was used up (${Math.round(last?.validityMs ?? 0)} ms left)`,
-      quarantined: ': members whose data is younger than maxLockTtl (restarted, flushed or new) or that are not masters do not count; if they are brand new, declare them trusted with redlock.trustMembers()',
-      unfenced: ': locked, but too few members have trusted fence counters to issue a token (members that lost their data do not count until a token is written to them; a brand-new deployment declares its members with redlock.trustMembers())',
+      quarantined:
+        ': members whose data is younger than maxLockTtl (restarted, flushed or new) or that are not masters do not count; if they are brand new, declare them trusted with redlock.trustMembers()',
+      unfenced:
+        ': locked, but too few members have trusted fence counters to issue a token (members that lost their data do not count until a token is written to them; a brand-new deployment declares its members with redlock.trustMembers())',
     };
     const what = last ? `${describeVotes(last.votes)}${hints[last.outcome] ?? ''}` : 'no attempt fit in the wait budget';
     const count = `${attempts.length} attempt${attempts.length === 1 ? '' : 's'}`;
@@ -204,7 +206,14 @@ export class LockExtendError extends Error {
     /** When the lock is lost ('lost', 'lapsed', 'late'): why. See LossCause. */
     readonly lostBecause?: LossCause,
   ) {
-    const why = reason === 'lost' ? (lostBecause === undefined ? 'the lock was lost' : lostBecause === 'gone' || lostBecause === 'taken' ? lossPhrases[lostBecause] : `the lock was lost before: ${lossPhrases[lostBecause]}`) : extendPhrases[reason];
+    const why =
+      reason === 'lost'
+        ? lostBecause === undefined
+          ? 'the lock was lost'
+          : lostBecause === 'gone' || lostBecause === 'taken'
+            ? lossPhrases[lostBecause]
+            : `the lock was lost before: ${lossPhrases[lostBecause]}`
+        : extendPhrases[reason];
     const detail = votes.length > 0 ? `: ${describeVotes(votes)}` : '';
     super(`could not extend the lock on ${resourceList(resources)} (${reason}: ${why})${detail}`);
     brand(this, brands.LockExtendError);

@@ -1,7 +1,18 @@
 export { Redlock, type MemberStatus } from './redlock.js';
 export type { Lock, ReleaseResult } from './lock/lock.js';
 export type { MemberClient } from './members/id.js';
-export { errorCodes, LockAcquireError, LockExtendError, LockLostError, type ArgumentError, type ErrorCode, type AttemptOutcome, type AttemptRecord, type ExtendFailure, type LossCause } from './errors.js';
+export {
+  errorCodes,
+  LockAcquireError,
+  LockExtendError,
+  LockLostError,
+  type ArgumentError,
+  type ErrorCode,
+  type AttemptOutcome,
+  type AttemptRecord,
+  type ExtendFailure,
+  type LossCause,
+} from './errors.js';
 export { minTtl } from './options/check.js';
 export { defaults, MAX_TTL_MS, type AcquireOptions, type UsingOptions, type Settings, type Logger, type RedlockOptions } from './options/settings.js';
 export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';

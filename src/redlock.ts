@@ -81,7 +81,8 @@ export class Redlock {
       const server = member.serverId;
       const earlier = server === undefined ? undefined : first.get(server);
       if (server !== undefined && earlier === undefined) first.set(server, member.id);
-      if (earlier !== undefined && member.notCounting === undefined) this.settings.logger.error({ member: member.id, sameAs: earlier }, 'two members are the same server: the later one will not count');
+      if (earlier !== undefined && member.notCounting === undefined)
+        this.settings.logger.error({ member: member.id, sameAs: earlier }, 'two members are the same server: the later one will not count');
       member.markDuplicate(earlier);
     }
   }
@@ -137,7 +138,13 @@ export class Redlock {
         ),
       ),
     );
-    this.settings.logger.warn({ floor, members: results.map((result) => ({ member: result.member, restored: result.restored, counter: 'counter' in result ? result.counter : undefined })) }, 'fence counters restored by an operator');
+    this.settings.logger.warn(
+      {
+        floor,
+        members: results.map((result) => ({ member: result.member, restored: result.restored, counter: 'counter' in result ? result.counter : undefined })),
+      },
+      'fence counters restored by an operator',
+    );
     return results;
   }
 
@@ -186,7 +193,12 @@ export class Redlock {
    * what `work` resolved with; rejects with its rejection, or with the LockLostError when the work
    * finished after the lock was lost (it ran partly unprotected, and the caller should know).
    */
-  async using<T>(resources: string | readonly string[], ttl: number, work: (signal: AbortSignal, lock: Lock) => Promise<T>, options?: UsingOptions): Promise<T> {
+  async using<T>(
+    resources: string | readonly string[],
+    ttl: number,
+    work: (signal: AbortSignal, lock: Lock) => Promise<T>,
+    options?: UsingOptions,
+  ): Promise<T> {
     if (typeof work !== 'function') throw argumentError(TypeError, 'work', `must be a function, got ${typeof work}`);
     checkOptionsObject(options);
     checkTtl(ttl, this.settings);

@@ -48,7 +48,12 @@ function violationCell(r: CellResult | undefined, marked = false): Cell {
 
 function successCell(r: CellResult | undefined): Cell {
   if (!r || !r.valid) return { fill: GREY, text: 'n/a', textFill: '#555', unsafe: false };
-  return { fill: successFill(r.freeSuccessRate), text: (100 * r.freeSuccessRate).toFixed(0), textFill: r.freeSuccessRate > 0.8 ? '#fff' : '#222', unsafe: r.marginMs > 0 };
+  return {
+    fill: successFill(r.freeSuccessRate),
+    text: (100 * r.freeSuccessRate).toFixed(0),
+    textFill: r.freeSuccessRate > 0.8 ? '#fff' : '#222',
+    unsafe: r.marginMs > 0,
+  };
 }
 
 interface PanelStyle {
@@ -71,7 +76,10 @@ function heatmap(x: number, y: number, style: PanelStyle, cellAt: (df: number, d
       const cx = x + c * cellW;
       const cy = y + r * cellH;
       out.push(`<rect x="${cx}" y="${cy}" width="${cellW}" height="${cellH}" fill="${cell.fill}" stroke="#fff" stroke-width="1"/>`);
-      if (cell.text !== 'n/a' || cellW >= 30) out.push(`<text x="${cx + cellW / 2}" y="${cy + cellH / 2 + font * 0.35}" font-size="${font}" text-anchor="middle" fill="${cell.textFill}">${esc(cell.text)}</text>`);
+      if (cell.text !== 'n/a' || cellW >= 30)
+        out.push(
+          `<text x="${cx + cellW / 2}" y="${cy + cellH / 2 + font * 0.35}" font-size="${font}" text-anchor="middle" fill="${cell.textFill}">${esc(cell.text)}</text>`,
+        );
       if (cell.marked) out.push(`<circle cx="${cx + cellW - 5}" cy="${cy + 5}" r="3" fill="#000" stroke="#fff" stroke-width="1"/>`);
     }),
   );
@@ -89,8 +97,16 @@ function heatmap(x: number, y: number, style: PanelStyle, cellAt: (df: number, d
     }),
   );
   if (edges.length) out.push(`<path d="${edges.join('')}" stroke="#000" stroke-width="${font > 9 ? 3 : 2}" fill="none" stroke-linecap="square"/>`);
-  if (style.xTicks) DRIFT_PCTS.forEach((d, c) => out.push(`<text x="${x + c * cellW + cellW / 2}" y="${y + rows.length * cellH + font + 3}" font-size="${font}" text-anchor="middle" fill="#333">${d}</text>`));
-  if (style.yTicks) rows.forEach((df, r) => out.push(`<text x="${x - 4}" y="${y + r * cellH + cellH / 2 + font * 0.35}" font-size="${font}" text-anchor="end" fill="#333">${df}</text>`));
+  if (style.xTicks)
+    DRIFT_PCTS.forEach((d, c) =>
+      out.push(
+        `<text x="${x + c * cellW + cellW / 2}" y="${y + rows.length * cellH + font + 3}" font-size="${font}" text-anchor="middle" fill="#333">${d}</text>`,
+      ),
+    );
+  if (style.yTicks)
+    rows.forEach((df, r) =>
+      out.push(`<text x="${x - 4}" y="${y + r * cellH + cellH / 2 + font * 0.35}" font-size="${font}" text-anchor="end" fill="#333">${df}</text>`),
+    );
   return out.join('\n');
 }
 
@@ -101,24 +117,51 @@ function text(x: number, y: number, content: string, attrs = ''): string {
 export function svg(results: readonly CellResult[], subtitle: string): string {
   const W = 1260;
   const parts: string[] = [];
-  parts.push(text(W / 2, 30, 'Where Redlock\'s safety ends: mutual-exclusion violations under member clock drift', 'font-size="20" font-weight="bold" text-anchor="middle"'));
+  parts.push(
+    text(
+      W / 2,
+      30,
+      "Where Redlock's safety ends: mutual-exclusion violations under member clock drift",
+      'font-size="20" font-weight="bold" text-anchor="middle"',
+    ),
+  );
   parts.push(text(W / 2, 52, subtitle, 'font-size="12" text-anchor="middle" fill="#444"'));
 
   // Row A: the headline ttl and delay.
   const big: PanelStyle = { cellW: 40, cellH: 28, font: 11, xTicks: true, yTicks: true };
   const topY = 120;
   const panels: [string, (df: number, d: number) => Cell][] = [
-    ['Violations, 2 of 5 members fast', (df, d) => violationCell(find(results, { ...MAIN, fastMembers: 2, driftFactor: df, driftPct: d, pauses: false }), d === 50 && (df === 0.01 || df === 0.4))],
-    ['Violations, 3 of 5 members fast', (df, d) => violationCell(find(results, { ...MAIN, fastMembers: 3, driftFactor: df, driftPct: d, pauses: false }), d === 50 && (df === 0.01 || df === 0.4))],
-    ['Success % of attempts while free, 3 of 5 fast', (df, d) => successCell(find(results, { ...MAIN, fastMembers: 3, driftFactor: df, driftPct: d, pauses: false }))],
+    [
+      'Violations, 2 of 5 members fast',
+      (df, d) =>
+        violationCell(find(results, { ...MAIN, fastMembers: 2, driftFactor: df, driftPct: d, pauses: false }), d === 50 && (df === 0.01 || df === 0.4)),
+    ],
+    [
+      'Violations, 3 of 5 members fast',
+      (df, d) =>
+        violationCell(find(results, { ...MAIN, fastMembers: 3, driftFactor: df, driftPct: d, pauses: false }), d === 50 && (df === 0.01 || df === 0.4)),
+    ],
+    [
+      'Success % of attempts while free, 3 of 5 fast',
+      (df, d) => successCell(find(results, { ...MAIN, fastMembers: 3, driftFactor: df, driftPct: d, pauses: false })),
+    ],
   ];
-  parts.push(text(W / 2, 82, `ttl ${MAIN.ttl} ms, mean one-way network delay ${MAIN.delayMs} ms (nodeTimeout ${nodeTimeoutFor(MAIN.delayMs)} ms)`, 'font-size="14" font-weight="bold" text-anchor="middle"'));
+  parts.push(
+    text(
+      W / 2,
+      82,
+      `ttl ${MAIN.ttl} ms, mean one-way network delay ${MAIN.delayMs} ms (nodeTimeout ${nodeTimeoutFor(MAIN.delayMs)} ms)`,
+      'font-size="14" font-weight="bold" text-anchor="middle"',
+    ),
+  );
   panels.forEach(([title, cellAt], i) => {
     const x = 110 + i * 395;
     parts.push(text(x + 160, topY - 12, title, 'font-size="13" font-weight="bold" text-anchor="middle"'));
     parts.push(heatmap(x, topY, big, cellAt));
-    parts.push(text(x + 160, topY + 6 * big.cellH + 32, 'fast members\' clock drift (%)', 'font-size="12" text-anchor="middle"'));
-    parts.push(text(x - 46, topY + 3 * big.cellH, 'driftFactor', `font-size="12" text-anchor="middle" transform="rotate(-90 ${x - 46} ${topY + 3 * big.cellH})"`));
+    parts.push(text(x + 160, topY + 6 * big.cellH + 32, "fast members' clock drift (%)", 'font-size="12" text-anchor="middle"'));
+    parts.push(
+      text(x - 46, topY + 3 * big.cellH, 'driftFactor', `font-size="12" text-anchor="middle" transform="rotate(-90 ${x - 46} ${topY + 3 * big.cellH})"`),
+    );
   });
 
   // Legend.
@@ -126,7 +169,14 @@ export function svg(results: readonly CellResult[], subtitle: string): string {
   let lx = 90;
   parts.push(text(lx, legendY + 11, 'violating pairs per holding:', 'font-size="11"'));
   lx += 150;
-  const swatches: [string, string][] = [[GREEN, '0'], [violationFill(0.001), '0.001'], [violationFill(0.01), '0.01'], [violationFill(0.1), '0.1'], [violationFill(1), '≥ 1'], [GREY, 'n/a (ttl too short)']];
+  const swatches: [string, string][] = [
+    [GREEN, '0'],
+    [violationFill(0.001), '0.001'],
+    [violationFill(0.01), '0.01'],
+    [violationFill(0.1), '0.1'],
+    [violationFill(1), '≥ 1'],
+    [GREY, 'n/a (ttl too short)'],
+  ];
   for (const [fill, label] of swatches) {
     parts.push(`<rect x="${lx}" y="${legendY}" width="16" height="14" fill="${fill}"/>`);
     parts.push(text(lx + 20, legendY + 11, label, 'font-size="11"'));
@@ -141,9 +191,16 @@ export function svg(results: readonly CellResult[], subtitle: string): string {
     lx += 58;
   }
   parts.push(
-    text(90, legendY + 32, 'Numbers: violating pairs (success: %). Thick line: edge of the region where the timing model allows a violation (margin = ttl·(1 − 1/rate) − drift − 2·least delay > 0, lower right of it).', 'font-size="11" fill="#333"'),
+    text(
+      90,
+      legendY + 32,
+      'Numbers: violating pairs (success: %). Thick line: edge of the region where the timing model allows a violation (margin = ttl·(1 − 1/rate) − drift − 2·least delay > 0, lower right of it).',
+      'font-size="11" fill="#333"',
+    ),
   );
-  parts.push(text(90, legendY + 48, '● cells cross-checked on real redis-server masters under libfaketime (bench/drift/README.md).', 'font-size="11" fill="#333"'));
+  parts.push(
+    text(90, legendY + 48, '● cells cross-checked on real redis-server masters under libfaketime (bench/drift/README.md).', 'font-size="11" fill="#333"'),
+  );
 
   // Row B: small multiples: every ttl for 3 and 2 fast members, the headline ttl for 1.
   const small: PanelStyle = { cellW: 15, cellH: 12, font: 8, xTicks: true, yTicks: true };
@@ -151,8 +208,19 @@ export function svg(results: readonly CellResult[], subtitle: string): string {
   const sh = DRIFT_FACTORS.length * small.cellH;
   const gap = 30;
   const rowBY = legendY + 90;
-  parts.push(text(W / 2, rowBY, 'Every ttl × network delay (violating pairs; same axes: drift % across, driftFactor up)', 'font-size="14" font-weight="bold" text-anchor="middle"'));
-  const blocks: [number, number[]][] = [[3, TTLS], [2, TTLS], [1, [MAIN.ttl]]];
+  parts.push(
+    text(
+      W / 2,
+      rowBY,
+      'Every ttl × network delay (violating pairs; same axes: drift % across, driftFactor up)',
+      'font-size="14" font-weight="bold" text-anchor="middle"',
+    ),
+  );
+  const blocks: [number, number[]][] = [
+    [3, TTLS],
+    [2, TTLS],
+    [1, [MAIN.ttl]],
+  ];
   let bx = 125;
   blocks.forEach(([fastMembers, ttls], block) => {
     const width = ttls.length * sw + (ttls.length - 1) * gap;
@@ -165,7 +233,11 @@ export function svg(results: readonly CellResult[], subtitle: string): string {
         parts.push(text(bx - 34, y + sh / 2 + 10, `nodeTimeout ${nodeTimeoutFor(delayMs)} ms`, 'font-size="9" text-anchor="end" fill="#555"'));
       }
       ttls.forEach((ttl, c) => {
-        parts.push(heatmap(bx + c * (sw + gap), y, { ...small, yTicks: c === 0 }, (df, d) => violationCell(find(results, { ttl, delayMs, fastMembers, driftFactor: df, driftPct: d, pauses: false }))));
+        parts.push(
+          heatmap(bx + c * (sw + gap), y, { ...small, yTicks: c === 0 }, (df, d) =>
+            violationCell(find(results, { ttl, delayMs, fastMembers, driftFactor: df, driftPct: d, pauses: false })),
+          ),
+        );
       });
     });
     bx += width + 55;

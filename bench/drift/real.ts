@@ -142,14 +142,18 @@ for (const { fast, networks } of CONFIGS) {
       const connections = await connect(set, jitter, proxies);
       try {
         const rates = await Promise.all(connections[0]!.map(clockRate));
-        console.log(`${fast} of 5 fast${jitter ? ', 0–1 ms jitter per message' : ''}: measured member clock rates ${rates.map((r) => r.toFixed(3)).join(', ')}`);
+        console.log(
+          `${fast} of 5 fast${jitter ? ', 0–1 ms jitter per message' : ''}: measured member clock rates ${rates.map((r) => r.toFixed(3)).join(', ')}`,
+        );
         if (rates.slice(5 - fast).some((r) => r < 1.3)) throw new Error('libfaketime is not in effect on the fast members');
         for (const driftFactor of [0.01, 0.4]) {
           await Promise.all(connections[0]!.map((c) => c.del(RESOURCE)));
           const redlocks = connections.map((clients) => new Redlock(clients, { driftFactor, nodeTimeout: NODE_TIMEOUT, retryCount: 0, quarantine: false }));
           const result = await contend(redlocks, `real fast${fast} df${driftFactor} jitter${jitter}`);
           real.push({ fastMembers: fast, jitter, rate: RATE, driftFactor, ttl: TTL, seconds, measuredRates: rates, ...result });
-          console.log(`  driftFactor ${driftFactor}: ${result.violations} violating pairs in ${result.holdings} holdings (${result.attempts} attempts, ${result.failed} failed), max overlap ${result.maxOverlapMs.toFixed(1)} ms`);
+          console.log(
+            `  driftFactor ${driftFactor}: ${result.violations} violating pairs in ${result.holdings} holdings (${result.attempts} attempts, ${result.failed} failed), max overlap ${result.maxOverlapMs.toFixed(1)} ms`,
+          );
         }
       } finally {
         for (const clients of connections) for (const c of clients) c.disconnect();
@@ -166,17 +170,42 @@ for (const { fast, networks } of CONFIGS) {
 const simulated: Record<string, unknown>[] = [];
 for (const row of real) {
   const { fastMembers, driftFactor, jitter } = row as { fastMembers: number; driftFactor: number; jitter: boolean };
-  const spec = { fastMembers, driftPct: (RATE - 1) * 100, driftFactor, ttl: TTL, delayMs: jitter ? 0.5 : 0.2, nodeTimeout: NODE_TIMEOUT, clients: CLIENTS, durationTtls: 200, thinkTtl: THINK_MAX_MS / TTL, pauses: false };
+  const spec = {
+    fastMembers,
+    driftPct: (RATE - 1) * 100,
+    driftFactor,
+    ttl: TTL,
+    delayMs: jitter ? 0.5 : 0.2,
+    nodeTimeout: NODE_TIMEOUT,
+    clients: CLIENTS,
+    durationTtls: 200,
+    thinkTtl: THINK_MAX_MS / TTL,
+    pauses: false,
+  };
   const { holdings: _h, violationList: _v, ...cell } = await runCell(spec);
-  simulated.push({ fastMembers, driftFactor, delayMs: spec.delayMs, holdings: cell.acquired, violations: cell.violations, maxOverlapMs: cell.maxOverlapMs, diagnosis: cell.diagnosis, simulatedSeconds: (spec.durationTtls * TTL) / 1000 });
+  simulated.push({
+    fastMembers,
+    driftFactor,
+    delayMs: spec.delayMs,
+    holdings: cell.acquired,
+    violations: cell.violations,
+    maxOverlapMs: cell.maxOverlapMs,
+    diagnosis: cell.diagnosis,
+    simulatedSeconds: (spec.durationTtls * TTL) / 1000,
+  });
 }
 
 console.log('\n| fast members (1.5×) | network | driftFactor | real: violating pairs / holdings | sim: violating pairs / holdings |');
 console.log('|---|---|---:|---:|---:|');
 real.forEach((r, i) => {
   const s = simulated[i]!;
-  console.log(`| ${r.fastMembers} of 5 | ${r.jitter ? 'loopback + 0–1 ms jitter (sim: 0.5 ms)' : 'loopback (sim: 0.2 ms)'} | ${r.driftFactor} | ${r.violations} / ${r.holdings} (${seconds} s) | ${s.violations} / ${s.holdings} (${s.simulatedSeconds} s simulated) |`);
+  console.log(
+    `| ${r.fastMembers} of 5 | ${r.jitter ? 'loopback + 0–1 ms jitter (sim: 0.5 ms)' : 'loopback (sim: 0.2 ms)'} | ${r.driftFactor} | ${r.violations} / ${r.holdings} (${seconds} s) | ${s.violations} / ${s.holdings} (${s.simulatedSeconds} s simulated) |`,
+  );
 });
 mkdirSync('bench/results', { recursive: true });
-writeFileSync('bench/results/drift-real.json', JSON.stringify({ rate: RATE, ttl: TTL, clients: CLIENTS, nodeTimeout: NODE_TIMEOUT, real, simulated }, null, 1) + '\n');
+writeFileSync(
+  'bench/results/drift-real.json',
+  JSON.stringify({ rate: RATE, ttl: TTL, clients: CLIENTS, nodeTimeout: NODE_TIMEOUT, real, simulated }, null, 1) + '\n',
+);
 console.log('wrote bench/results/drift-real.json');

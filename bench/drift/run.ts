@@ -31,7 +31,9 @@ const results = await runSweep(specs, (done, total, cell) => {
   const every = options.quick ? 8 : 24;
   if (done % every === 0 || done === total || (cell.violations > 0 && cell.marginMs <= 0)) {
     const elapsed = (performance.now() - wallStart) / 1000;
-    console.log(`  ${String(done).padStart(4)}/${total}  ${elapsed.toFixed(0).padStart(4)} s  last: ${cellKey(cell.spec)}: ${cell.valid ? `${cell.violations} violations / ${cell.acquired} holdings` : 'n/a'}`);
+    console.log(
+      `  ${String(done).padStart(4)}/${total}  ${elapsed.toFixed(0).padStart(4)} s  last: ${cellKey(cell.spec)}: ${cell.valid ? `${cell.violations} violations / ${cell.acquired} holdings` : 'n/a'}`,
+    );
   }
 });
 const cpu = process.cpuUsage(cpuStart);
@@ -45,7 +47,10 @@ writeFileSync(`${out}.md`, md + '\n');
 // One cell per line, numbers to 4 decimals: small, and diffs between runs stay readable.
 const round = (_key: string, value: unknown) => (typeof value === 'number' && !Number.isInteger(value) ? Number(value.toFixed(4)) : value);
 const cellLines = results.map((cell) => `  ${JSON.stringify(cell, round)}`).join(',\n');
-writeFileSync(`${out}.json`, `{\n "meta": ${JSON.stringify({ ...meta, quick: options.quick, node: process.version }, round)},\n "cells": [\n${cellLines}\n ]\n}\n`);
+writeFileSync(
+  `${out}.json`,
+  `{\n "meta": ${JSON.stringify({ ...meta, quick: options.quick, node: process.version }, round)},\n "cells": [\n${cellLines}\n ]\n}\n`,
+);
 const subtitle = `5 simulated members, real quorumlock code (tryAcquire, quarantine off), ${options.clients} clients holding up to their full validity; ${options.durationTtls} × ttl simulated per cell; seeded`;
 writeFileSync(`${out}.svg`, svg(results, subtitle));
 const png = spawnSync('rsvg-convert', ['-o', `${out}.png`, `${out}.svg`]);

@@ -148,7 +148,11 @@ function findViolations(holdings: Holding[], fast: boolean[]): Pick<CellResult, 
   return { violations: list.length, maxOverlapMs: Math.max(0, ...list.map((v) => v.overlapMs)), diagnosis, list };
 }
 
-export async function runCell(spec: CellSpec, seed = cellKey(spec), trace?: (event: TraceEvent) => void): Promise<CellResult & { holdings: Holding[]; violationList: Violation[] }> {
+export async function runCell(
+  spec: CellSpec,
+  seed = cellKey(spec),
+  trace?: (event: TraceEvent) => void,
+): Promise<CellResult & { holdings: Holding[]; violationList: Violation[] }> {
   const cpuStart = process.cpuUsage();
   const rng = mulberry32(seedOf(seed));
   const clock = new ManualClock(0);
@@ -156,8 +160,22 @@ export async function runCell(spec: CellSpec, seed = cellKey(spec), trace?: (eve
   const fast = Array.from({ length: MEMBERS }, (_, i) => i >= MEMBERS - spec.fastMembers);
   const members = fast.map((isFast, i) => new SimMember(clock, { host: 'sim', port: 7001 + i, rate: isFast ? rate : 1, offsetMs: 1e12 + rng() * 1e6 }));
   const delay = () => spec.delayMs * (0.5 + exponential(rng, 0.5));
-  const options = { clock, driftFactor: spec.driftFactor, nodeTimeout: spec.nodeTimeout, retryCount: 0, quarantine: false, maxLockTtl: Math.max(60_000, spec.ttl) };
-  const redlocks = Array.from({ length: spec.clients }, (_, id) => new Redlock(members.map((member) => new SimConnection(member, delay, id, trace) as unknown as Redis), options));
+  const options = {
+    clock,
+    driftFactor: spec.driftFactor,
+    nodeTimeout: spec.nodeTimeout,
+    retryCount: 0,
+    quarantine: false,
+    maxLockTtl: Math.max(60_000, spec.ttl),
+  };
+  const redlocks = Array.from(
+    { length: spec.clients },
+    (_, id) =>
+      new Redlock(
+        members.map((member) => new SimConnection(member, delay, id, trace) as unknown as Redis),
+        options,
+      ),
+  );
 
   const result: CellResult = {
     spec,
@@ -180,7 +198,13 @@ export async function runCell(spec: CellSpec, seed = cellKey(spec), trace?: (eve
   };
   const minimum = spec.nodeTimeout + driftMs(spec.ttl, spec.driftFactor);
   if (spec.ttl <= minimum) {
-    return { ...result, valid: false, invalidReason: `ttl ${spec.ttl} ≤ nodeTimeout + drift (${spec.nodeTimeout} + ${driftMs(spec.ttl, spec.driftFactor)} ms)`, holdings: [], violationList: [] };
+    return {
+      ...result,
+      valid: false,
+      invalidReason: `ttl ${spec.ttl} ≤ nodeTimeout + drift (${spec.nodeTimeout} + ${driftMs(spec.ttl, spec.driftFactor)} ms)`,
+      holdings: [],
+      violationList: [],
+    };
   }
 
   const endAt = spec.durationTtls * spec.ttl;
@@ -210,7 +234,16 @@ export async function runCell(spec: CellSpec, seed = cellKey(spec), trace?: (eve
         holders++;
         validitySum += validFor / spec.ttl;
         const hold = holdFor(validFor, rng);
-        const holding: Holding = { client: id, value: lock.value, start, end: start + hold, validUntil: start + validFor, valuesAtStart: members.map((m) => m.peek(RESOURCE)), votes: lock.votes.map((v) => v.vote), startedWhileHeld };
+        const holding: Holding = {
+          client: id,
+          value: lock.value,
+          start,
+          end: start + hold,
+          validUntil: start + validFor,
+          valuesAtStart: members.map((m) => m.peek(RESOURCE)),
+          votes: lock.votes.map((v) => v.vote),
+          startedWhileHeld,
+        };
         holdings.push(holding);
         await clock.sleep(hold);
         holders--;
@@ -223,12 +256,12 @@ export async function runCell(spec: CellSpec, seed = cellKey(spec), trace?: (eve
   if (spec.pauses) schedulePauses(clock, members, rng, spec, endAt);
   let failure: unknown;
   let finished = 0;
-  redlocks.forEach((redlock, id) =>
-    client(id, redlock).then(
+  redlocks.forEach((redlock, id) => {
+    void client(id, redlock).then(
       () => finished++,
       (error: unknown) => (failure ??= error),
-    ),
-  );
+    );
+  });
   result.steps = await runUntilIdle(clock, () => {
     const fatal = failure ?? members.find((m) => m.fatal)?.fatal;
     if (fatal) throw fatal;

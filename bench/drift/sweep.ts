@@ -59,7 +59,6 @@ export function grid(options: SweepOptions): CellSpec[] {
   return specs;
 }
 
-
 export async function runSweep(specs: CellSpec[], progress: (done: number, total: number, cell: CellResult) => void): Promise<CellResult[]> {
   const results: CellResult[] = [];
   for (const spec of specs) {

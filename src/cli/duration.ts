@@ -11,7 +11,8 @@ export function parseDuration(flag: string, text: string, { allowZero = false } 
   const hint = 'use e.g. 500ms, 30s, 2m, 1h or plain milliseconds';
   if (!match) throw new UsageError(`${flag}: "${text}" is not a duration (${hint})`, flag);
   const ms = Number(match[1]) * UNITS[match[2] ?? 'ms']!;
-  if (!Number.isSafeInteger(ms) || ms > 2_147_483_647) throw new UsageError(`${flag}: "${text}" must be a whole number of milliseconds, at most 2147483647 (${hint})`, flag);
+  if (!Number.isSafeInteger(ms) || ms > 2_147_483_647)
+    throw new UsageError(`${flag}: "${text}" must be a whole number of milliseconds, at most 2147483647 (${hint})`, flag);
   if (ms === 0 && !allowZero) throw new UsageError(`${flag}: must be larger than 0, got "${text}"`, flag);
   return ms;
 }

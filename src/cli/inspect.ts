@@ -32,7 +32,13 @@ async function probeAll(options: InspectOptions, extra: { resource?: string; inf
   try {
     return await Promise.all(
       connected.clients.map((client, index) =>
-        probe(client, options.members[index]!.name, { maxLockTtl: options.maxLockTtl, timeoutMs: options.timeoutMs, ...extra, pinged, lastError: () => connected.lastError[index] }),
+        probe(client, options.members[index]!.name, {
+          maxLockTtl: options.maxLockTtl,
+          timeoutMs: options.timeoutMs,
+          ...extra,
+          pinged,
+          lastError: () => connected.lastError[index],
+        }),
       ),
     );
   } finally {
@@ -55,7 +61,9 @@ function epochText(probe: MemberProbe): string {
 
 /** A cluster's slot epochs by state, the worst first; nothing to add when all 16384 are trusted. */
 function slotsText(slots: NonNullable<EpochState['slots']>): string {
-  const parts = (['none', 'stale', 'quarantined', 'unreadable', 'trusted'] as const).filter((state) => slots[state] > 0).map((state) => `${slots[state]} ${state}`);
+  const parts = (['none', 'stale', 'quarantined', 'unreadable', 'trusted'] as const)
+    .filter((state) => slots[state] > 0)
+    .map((state) => `${slots[state]} ${state}`);
   if (parts.length === 1 && slots.trusted > 0) return '';
   const soonest = slots.shortestLeftMs !== undefined && slots.quarantined > 1 ? `, the first quarantine ends in ${formatMs(slots.shortestLeftMs)}` : '';
   return `; slots: ${parts.join(', ')}${soonest}`;
@@ -136,14 +144,20 @@ export async function trust(options: InspectOptions, floor?: number): Promise<nu
   try {
     await connected.ready(2 * options.timeoutMs);
     // Not connected: the connection error says more than "Command timed out".
-    const failed = (index: number, error: Error) => ({ trusted: false, quarantineLeftMs: undefined, error: (connected.clients[index]!.status !== 'ready' && connected.lastError[index]) || error });
+    const failed = (index: number, error: Error) => ({
+      trusted: false,
+      quarantineLeftMs: undefined,
+      error: (connected.clients[index]!.status !== 'ready' && connected.lastError[index]) || error,
+    });
     const results = await Promise.all(
       redlocks.map((redlock, index) => {
         if (connected.clients[index]!.status !== 'ready') return failed(index, new Error(`not connected within ${2 * options.timeoutMs} ms`));
         const deadlineMs = timeouts(options.members[index]!).commandTimeoutMs + options.timeoutMs;
         type Outcome = { trusted: boolean; quarantineLeftMs?: number | undefined; counter?: number | undefined; error?: Error | undefined };
         const action: Promise<Outcome[]> =
-          floor === undefined ? redlock.trustMembers() : redlock.restoreFencing(floor).then((restored) => restored.map(({ restored: trusted, counter, error }) => ({ trusted, counter, error })));
+          floor === undefined
+            ? redlock.trustMembers()
+            : redlock.restoreFencing(floor).then((restored) => restored.map(({ restored: trusted, counter, error }) => ({ trusted, counter, error })));
         return within(action, deadlineMs, floor === undefined ? 'trust' : 'restore-fencing').then(
           ([result]) => (result!.error ? failed(index, result!.error) : result!),
           (error: Error) => failed(index, error),
@@ -162,9 +176,19 @@ export async function trust(options: InspectOptions, floor?: number): Promise<nu
     } else {
       const outcome = (r: (typeof named)[number]) => (r.trusted ? (floor === undefined ? 'trusted' : 'restored') : `FAILED: ${r.error ?? 'unknown error'}`);
       if (floor === undefined) {
-        options.out(table(['member', 'result', 'quarantine'], named.map((r) => [r.member, outcome(r), r.quarantineLeftMs ? `ended ${formatMs(r.quarantineLeftMs)} early` : '-'])));
+        options.out(
+          table(
+            ['member', 'result', 'quarantine'],
+            named.map((r) => [r.member, outcome(r), r.quarantineLeftMs ? `ended ${formatMs(r.quarantineLeftMs)} early` : '-']),
+          ),
+        );
       } else {
-        options.out(table(['member', 'result', 'fence counter'], named.map((r) => [r.member, outcome(r), r.fenceCounter === undefined ? '-' : String(r.fenceCounter)])));
+        options.out(
+          table(
+            ['member', 'result', 'fence counter'],
+            named.map((r) => [r.member, outcome(r), r.fenceCounter === undefined ? '-' : String(r.fenceCounter)]),
+          ),
+        );
       }
     }
     return named.every((r) => r.trusted) ? EXIT.ok : EXIT.unavailable;

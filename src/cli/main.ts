@@ -14,7 +14,6 @@ import { run } from './run.js';
 import { USAGE } from './usage.js';
 import { defaults } from '../options/settings.js';
 
-
 const common = {
   members: { type: 'string' },
   json: { type: 'boolean' },
@@ -50,7 +49,7 @@ function required(value: string | undefined, flag: string, command: string): str
 
 async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore-fencing', args: string[], out: (text: string) => void): Promise<number> {
   const { values, positionals } = parse(args, inspectOptions, command);
-  if (values.help) return out(USAGE), EXIT.ok;
+  if (values.help) return (out(USAGE), EXIT.ok);
   const options: InspectOptions = {
     members: parseMembers(values.members),
     json: values.json ?? false,
@@ -65,7 +64,8 @@ async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore
   if (positionals.length > 0) throw new UsageError(`${command}: unexpected argument "${positionals[0]}"`);
   if (command === 'restore-fencing') {
     const floor = Number(required(values.floor, '--floor', command));
-    if (!Number.isSafeInteger(floor) || floor < 1) throw new UsageError(`restore-fencing: --floor must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}, got ${values.floor}`, '--floor');
+    if (!Number.isSafeInteger(floor) || floor < 1)
+      throw new UsageError(`restore-fencing: --floor must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}, got ${values.floor}`, '--floor');
     return trustCommand(options, floor);
   }
   if (values.floor !== undefined) throw new UsageError(`${command}: --floor is for restore-fencing only`, '--floor');
@@ -76,8 +76,9 @@ async function runCommand(args: string[]): Promise<number> {
   const split = args.indexOf('--');
   const own = split === -1 ? args : args.slice(0, split);
   const { values, positionals } = parse(own, runOptions, 'run');
-  if (values.help) return process.stdout.write(USAGE), EXIT.ok;
-  if (positionals.length > 0) throw new UsageError(`run: unexpected argument "${positionals[0]}": put the command after --, e.g. quorumlock run --resource job --ttl 30s -- ./job.sh`);
+  if (values.help) return (process.stdout.write(USAGE), EXIT.ok);
+  if (positionals.length > 0)
+    throw new UsageError(`run: unexpected argument "${positionals[0]}": put the command after --, e.g. quorumlock run --resource job --ttl 30s -- ./job.sh`);
   const resource = required(values.resource, '--resource', 'run');
   const ttl = parseDuration('--ttl', required(values.ttl, '--ttl', 'run'));
   const command = split === -1 ? [] : args.slice(split + 1);

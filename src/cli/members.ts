@@ -45,9 +45,16 @@ export function parseMembers(flagValue: string | undefined, env: NodeJS.ProcessE
   const source = flagValue ?? env.QUORUMLOCK_MEMBERS;
   const from = flagValue !== undefined ? FLAG : 'QUORUMLOCK_MEMBERS';
   if (source === undefined || source.trim() === '') {
-    throw new UsageError(`${FLAG} is required (or set QUORUMLOCK_MEMBERS): comma-separated redis://host:port URLs, e.g. ${FLAG} redis://h1:6379,redis://h2:6379,redis://h3:6379`, FLAG);
+    throw new UsageError(
+      `${FLAG} is required (or set QUORUMLOCK_MEMBERS): comma-separated redis://host:port URLs, e.g. ${FLAG} redis://h1:6379,redis://h2:6379,redis://h3:6379`,
+      FLAG,
+    );
   }
-  const members = source.split(',').map((part) => part.trim()).filter((part) => part !== '').map((text) => parseMember(text, from));
+  const members = source
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+    .map((text) => parseMember(text, from));
   const seen = new Set<string>();
   for (const member of members) {
     if (seen.has(member.name)) throw new UsageError(`${from}: ${member.name} is listed twice; members must be independent masters`, FLAG);
@@ -153,7 +160,10 @@ function parseTopology(text: string, scheme: string, bad: (why: string) => Usage
 /** host, host:port, [v6], [v6]:port. */
 function parseAddress(entry: string, defaultPort: number, what: string, bad: (why: string) => UsageError): NodeAddress {
   const match = /^(?:\[([^\]\s]+)\]|([^:[\]\s]+))(?::(.*))?$/.exec(entry);
-  if (!match) throw bad(entry === '' ? `empty ${what} address (a stray +?)` : `${what} "${entry}" is not host:port (an IPv6 address goes in brackets: [::1]:${defaultPort})`);
+  if (!match)
+    throw bad(
+      entry === '' ? `empty ${what} address (a stray +?)` : `${what} "${entry}" is not host:port (an IPv6 address goes in brackets: [::1]:${defaultPort})`,
+    );
   const host = match[1] ?? match[2]!;
   const port = match[3];
   if (port === undefined) return { host, port: defaultPort };
@@ -204,7 +214,10 @@ export function client(member: MemberUrl, { commandTimeoutMs, connectTimeoutMs }
   const lazy = lazyConnect ? { lazyConnect: true } : {};
   const topology = member.topology;
   if (topology === undefined) return new Redis(member.url, { ...common, ...lazy, retryStrategy: retry });
-  const auth = { ...(topology.username === undefined ? {} : { username: topology.username }), ...(topology.password === undefined ? {} : { password: topology.password }) };
+  const auth = {
+    ...(topology.username === undefined ? {} : { username: topology.username }),
+    ...(topology.password === undefined ? {} : { password: topology.password }),
+  };
   if (topology.kind === 'sentinel') {
     return new Redis({
       sentinels: topology.sentinels,
@@ -274,7 +287,13 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
 /** `promise` settled, or `ms` passed: whichever first. */
 function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([promise.then(() => undefined, () => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    promise.then(
+      () => undefined,
+      () => undefined,
+    ),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 async function readyOrFailed(member: MemberClient, ms: number): Promise<void> {

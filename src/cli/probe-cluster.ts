@@ -129,7 +129,8 @@ export async function probeCluster(cluster: Cluster, member: string, options: Pr
         // A node whose slots were read reports its own failure below; for a resource, no other matters.
         masters.forEach((node, index) => {
           const failed = infos[index]!;
-          if (failed.status === 'rejected' && wanted === undefined && !owned.has(addressOf(node))) errors.push(`node ${addressOf(node)}: ${message(failed.reason)}`);
+          if (failed.status === 'rejected' && wanted === undefined && !owned.has(addressOf(node)))
+            errors.push(`node ${addressOf(node)}: ${message(failed.reason)}`);
         });
         const [heldReply] = held;
         if (heldReply.status === 'rejected') errors.push(`GET/PTTL ${resource}: ${message(heldReply.reason)}`);
@@ -218,4 +219,3 @@ function summarize(reads: readonly NodeRead[], unserved: number): EpochState | u
     slots: shortestLeftMs === undefined ? slots : { ...slots, shortestLeftMs },
   };
 }
-

@@ -9,7 +9,7 @@ import { epochOf, lockOf, message, msOf, unreachable, type MemberProbe, type Pro
 
 export async function probe(client: MemberClient, member: string, options: ProbeOptions): Promise<MemberProbe> {
   if (client instanceof Cluster) return probeCluster(client, member, options);
-  let started = performance.now();
+  let started: number;
   try {
     // The first PING waits for the connection; the second is the round trip.
     await client.ping();

@@ -84,10 +84,18 @@ export async function run(options: RunOptions): Promise<number> {
           elapsedMs: Math.round(performance.now() - started),
           ...(lock.fence === undefined ? {} : { fence: lock.fence }),
         });
-        return runChild(options, lock, signal, (spawned) => (child = spawned), (reason) => {
-          lost = reason;
-          say('lost', `lock on ${options.resource} lost (${reason.message}); sending SIGTERM to the command, SIGKILL after ${formatMs(options.grace)}`, { reason: reason.message });
-        });
+        return runChild(
+          options,
+          lock,
+          signal,
+          (spawned) => (child = spawned),
+          (reason) => {
+            lost = reason;
+            say('lost', `lock on ${options.resource} lost (${reason.message}); sending SIGTERM to the command, SIGKILL after ${formatMs(options.grace)}`, {
+              reason: reason.message,
+            });
+          },
+        );
       },
       {
         fencing: options.fencing,
@@ -143,7 +151,13 @@ class SpawnError extends Error {
 }
 
 /** Spawns the command; resolves with its exit code (128+n for signal n). Terminates it when `signal` aborts. */
-function runChild(options: RunOptions, lock: Lock, signal: AbortSignal, onSpawn: (child: ChildProcess) => void, onLost: (reason: LockLostError) => void): Promise<number> {
+function runChild(
+  options: RunOptions,
+  lock: Lock,
+  signal: AbortSignal,
+  onSpawn: (child: ChildProcess) => void,
+  onLost: (reason: LockLostError) => void,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...process.env, QUORUMLOCK_RESOURCE: options.resource };
     delete env.QUORUMLOCK_FENCE;

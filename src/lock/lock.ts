@@ -132,7 +132,15 @@ export class Lock implements AsyncDisposable {
     if (this.#released || this.#lost) return;
     this.#lost = error;
     this.#context.settings.clock.clearTimer(this.#expiryTimer);
-    this.#context.settings.logger.warn({ resources: this.resources, reason: error.reason, lostBecause: error.lostBecause, cause: error.cause instanceof Error ? error.cause.message : undefined }, 'lock lost');
+    this.#context.settings.logger.warn(
+      {
+        resources: this.resources,
+        reason: error.reason,
+        lostBecause: error.lostBecause,
+        cause: error.cause instanceof Error ? error.cause.message : undefined,
+      },
+      'lock lost',
+    );
     publish(channels.lost, () => ({ lockId: this.id, resources: this.resources, reason: error.reason }));
     this.#controller?.abort(error);
   }
@@ -153,7 +161,12 @@ export class Lock implements AsyncDisposable {
       return Promise.reject(error);
     }
     const run = this.#extending.then(() =>
-      traced(tracing.extend, () => ({ lockId: this.id, resources: this.resources, ttl }), () => this.#extendOnce(ttl), () => ({ remainingMs: this.remainingMs() })),
+      traced(
+        tracing.extend,
+        () => ({ lockId: this.id, resources: this.resources, ttl }),
+        () => this.#extendOnce(ttl),
+        () => ({ remainingMs: this.remainingMs() }),
+      ),
     );
     this.#extending = run.catch(() => undefined);
     return run;
@@ -191,9 +204,19 @@ export class Lock implements AsyncDisposable {
       return this;
     }
     const { failure: reason, lostBecause } = result;
-    settings.logger.warn({ resources: this.resources, reason, lostBecause, votes: describeVotes(round.votes), remainingMs: this.remainingMs() }, 'lock extension failed');
+    settings.logger.warn(
+      { resources: this.resources, reason, lostBecause, votes: describeVotes(round.votes), remainingMs: this.remainingMs() },
+      'lock extension failed',
+    );
     const error = new LockExtendError(this.resources, reason, round.votes, round.elapsedMs, lostBecause);
-    publish(channels.extend, () => ({ lockId: this.id, resources: this.resources, extended: false, elapsedMs: round.elapsedMs, reason, ...(lostBecause ? { lostBecause } : {}) }));
+    publish(channels.extend, () => ({
+      lockId: this.id,
+      resources: this.resources,
+      extended: false,
+      elapsedMs: round.elapsedMs,
+      reason,
+      ...(lostBecause ? { lostBecause } : {}),
+    }));
     if (reason === 'unavailable') {
       // Not lost: Q0 (and whoever this round reached) still holds our value until the deadline,
       // and nobody said otherwise. The expiry timer follows the (possibly earlier) deadline.
@@ -210,7 +233,12 @@ export class Lock implements AsyncDisposable {
    * members that are down; the result says what each answered. Safe to call more than once.
    */
   release(): Promise<ReleaseResult> {
-    return traced(tracing.release, () => ({ lockId: this.id, resources: this.resources }), () => this.#releaseOnce(), ({ freed, elapsedMs }) => ({ freed, elapsedMs }));
+    return traced(
+      tracing.release,
+      () => ({ lockId: this.id, resources: this.resources }),
+      () => this.#releaseOnce(),
+      ({ freed, elapsedMs }) => ({ freed, elapsedMs }),
+    );
   }
 
   async #releaseOnce(): Promise<ReleaseResult> {
@@ -225,7 +253,11 @@ export class Lock implements AsyncDisposable {
     // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
     const freed = round.won;
     if (freed) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
-    else settings.logger.warn({ resources: this.resources, votes: describeVotes(round.votes, 'released') }, 'lock release not confirmed by a quorum; the keys expire by their TTL');
+    else
+      settings.logger.warn(
+        { resources: this.resources, votes: describeVotes(round.votes, 'released') },
+        'lock release not confirmed by a quorum; the keys expire by their TTL',
+      );
     publish(channels.release, () => ({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs }));
     return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
   }

@@ -9,7 +9,15 @@ export type MemberClient = Redis | Cluster;
 
 /** The parts of a client's options that name it. */
 export interface ClientShape {
-  options?: { keyPrefix?: string; host?: string; port?: number; path?: string; db?: number; name?: string; sentinels?: { host?: string; port?: number }[] | null };
+  options?: {
+    keyPrefix?: string;
+    host?: string;
+    port?: number;
+    path?: string;
+    db?: number;
+    name?: string;
+    sentinels?: { host?: string; port?: number }[] | null;
+  };
   startupNodes?: (string | number | { host?: string; port?: number })[];
   isCluster?: boolean;
 }

@@ -133,7 +133,11 @@ export class RedisMember implements Member {
   }
 
   async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync', epoch: string, floor?: number): Promise<FenceReply> {
-    const reply = await this.#call<unknown[]>('quorumlockFence', [...resources, this.#topology.epochKeyOf(resources)], fenceArgs(value, token, mode, epoch, floor));
+    const reply = await this.#call<unknown[]>(
+      'quorumlockFence',
+      [...resources, this.#topology.epochKeyOf(resources)],
+      fenceArgs(value, token, mode, epoch, floor),
+    );
     return decodeFence(reply);
   }
 

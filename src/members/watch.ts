@@ -48,7 +48,8 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
       .then(
         (facts) => {
           const why = whyNotCounting(facts);
-          if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts))) logger.warn({ member: id, why }, 'member will not count toward quorum');
+          if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts)))
+            logger.warn({ member: id, why }, 'member will not count toward quorum');
           watch.facts = facts;
           for (const listener of watch.listeners) listener();
         },

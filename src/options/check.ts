@@ -38,7 +38,10 @@ function checkNodeTimeout(value: unknown): number {
   return checkNumber('nodeTimeout', value, { min: 0, minExclusive: true });
 }
 
-function checkRetries(source: { retryCount?: unknown; retryDelay?: unknown; retryJitter?: unknown }, base: Pick<Settings, 'retryCount' | 'retryDelay' | 'retryJitter'>) {
+function checkRetries(
+  source: { retryCount?: unknown; retryDelay?: unknown; retryJitter?: unknown },
+  base: Pick<Settings, 'retryCount' | 'retryDelay' | 'retryJitter'>,
+) {
   return {
     retryCount: source.retryCount === undefined ? base.retryCount : checkNumber('retryCount', source.retryCount, { min: 0, integer: true, infinity: true }),
     retryDelay: source.retryDelay === undefined ? base.retryDelay : checkNumber('retryDelay', source.retryDelay, { min: 0 }),
@@ -57,7 +60,11 @@ function checkLogger(value: unknown): Logger {
 function checkClock(value: unknown): Clock {
   const methods = ['now', 'sleep', 'epochMs', 'setTimer', 'clearTimer'] as const;
   if (typeof value !== 'object' || value === null || methods.some((name) => typeof (value as Record<string, unknown>)[name] !== 'function')) {
-    throw argumentError(TypeError, 'clock', `must have now(), sleep(ms, signal), epochMs(), setTimer(callback, ms) and clearTimer(handle) methods, got ${show(value)}`);
+    throw argumentError(
+      TypeError,
+      'clock',
+      `must have now(), sleep(ms, signal), epochMs(), setTimer(callback, ms) and clearTimer(handle) methods, got ${show(value)}`,
+    );
   }
   return value as Clock;
 }
@@ -96,7 +103,11 @@ export function checkMembers(members: unknown): MemberClient[] {
     const cluster = client as { isCluster?: boolean; options?: { keyPrefix?: unknown } };
     const prefix = cluster.options?.keyPrefix;
     if (cluster.isCluster === true && typeof prefix === 'string' && !clusterPrefixWorks(prefix)) {
-      throw argumentError(RangeError, `members[${index}]`, `is a Redis Cluster with keyPrefix ${JSON.stringify(prefix)}: a cluster keyPrefix may contain "{" only as a complete hash tag ("{app}:"), or the lock's keys would land in different slots`);
+      throw argumentError(
+        RangeError,
+        `members[${index}]`,
+        `is a Redis Cluster with keyPrefix ${JSON.stringify(prefix)}: a cluster keyPrefix may contain "{" only as a complete hash tag ("{app}:"), or the lock's keys would land in different slots`,
+      );
     }
     const first = seen.get(id);
     if (first !== undefined) {
@@ -162,7 +173,11 @@ export function minTtl({ driftFactor, nodeTimeout }: Pick<Settings, 'driftFactor
  * A ttl must leave room for at least one member timeout plus the drift allowance, or a lock could
  * never come out with positive validity.
  */
-export function checkTtl(ttl: unknown, settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'> & Partial<Pick<Settings, 'maxLockTtl'>>, parameter = 'ttl'): number {
+export function checkTtl(
+  ttl: unknown,
+  settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'> & Partial<Pick<Settings, 'maxLockTtl'>>,
+  parameter = 'ttl',
+): number {
   const { driftFactor, nodeTimeout } = settings;
   const floor = minTtl(settings);
   const ceiling = Math.min(MAX_TTL_MS, settings.maxLockTtl ?? MAX_TTL_MS);
@@ -178,7 +193,8 @@ export function checkTtl(ttl: unknown, settings: Pick<Settings, 'driftFactor' | 
 }
 
 export function checkOptionsObject(options: unknown): void {
-  if (options !== undefined && (typeof options !== 'object' || options === null)) throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
+  if (options !== undefined && (typeof options !== 'object' || options === null))
+    throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
 }
 
 /** The policy of an acquire without options: the same for every call of a Redlock, so made once. */
@@ -196,7 +212,8 @@ export function checkAcquireOptions(options: AcquireOptions | undefined, setting
   // retry delay: without a waitTimeout, the retry count is what ends the acquire.
   const cycle = settings.nodeTimeout + Math.max(settings.nodeTimeout, retries.retryDelay + retries.retryJitter);
   const budget = (retries.retryCount + 1) * cycle;
-  const waitTimeout = options?.waitTimeout === undefined ? budget : checkNumber('waitTimeout', options.waitTimeout, { min: 0, minExclusive: true, infinity: true });
+  const waitTimeout =
+    options?.waitTimeout === undefined ? budget : checkNumber('waitTimeout', options.waitTimeout, { min: 0, minExclusive: true, infinity: true });
   const signal = options?.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw argumentError(TypeError, 'signal', `must be an AbortSignal, got ${show(signal)}`);
   const fencing = options?.fencing === undefined ? false : checkBoolean('fencing', options.fencing);
@@ -214,7 +231,11 @@ export function checkExtendThreshold(value: unknown, ttl: number, settings: Pick
   if (value === undefined) {
     const threshold = ttl / 3;
     if (threshold <= nodeTimeout || threshold >= upper) {
-      throw argumentError(RangeError, 'ttl', `is too short for auto-extension with the default extendThreshold (ttl / 3 = ${threshold} ms must be ${range}): use a ttl above ${3 * nodeTimeout} ms or set extendThreshold, got ${ttl}`);
+      throw argumentError(
+        RangeError,
+        'ttl',
+        `is too short for auto-extension with the default extendThreshold (ttl / 3 = ${threshold} ms must be ${range}): use a ttl above ${3 * nodeTimeout} ms or set extendThreshold, got ${ttl}`,
+      );
     }
     return threshold;
   }

@@ -116,7 +116,15 @@ export async function acquireWithRetries(
         // Won: now, and only now, step out of every line (the scripts keep us in line until then).
         if (joined) leaveLine(members, resources, waiter);
         logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
-        publish(channels.acquireEnd, () => ({ lockId, resources, ttl, acquired: true, elapsedMs: clock.now() - begin, attempts: attempt, fence: result.fence }));
+        publish(channels.acquireEnd, () => ({
+          lockId,
+          resources,
+          ttl,
+          acquired: true,
+          elapsedMs: clock.now() - begin,
+          attempts: attempt,
+          fence: result.fence,
+        }));
         return { ...result, lockId };
       }
       const { round, outcome, validityMs } = result;
@@ -132,7 +140,10 @@ export async function acquireWithRetries(
         watch = notifications.watch(waiter.id);
         // Never past the budget: a slow subscription must not stretch the acquire.
         const leftMs = budgetEnd - clock.now();
-        wait = leftMs > 0 ? pTimeout(watch.ready, { milliseconds: Math.min(settings.nodeTimeout, leftMs), message: false, customTimers: timersOf(clock) }) : Promise.resolve();
+        wait =
+          leftMs > 0
+            ? pTimeout(watch.ready, { milliseconds: Math.min(settings.nodeTimeout, leftMs), message: false, customTimers: timersOf(clock) })
+            : Promise.resolve();
       } else {
         // A release may come at any moment: wait out the delay or what is left of the budget,
         // whichever ends first (the loop's head then sees the budget gone).

@@ -88,7 +88,16 @@ export async function attemptLock(
   let round: RoundResult<LockAnswer>;
   let fenced: Fence | undefined;
   try {
-    round = await runRound({ operation: 'acquire', members, send: acquireSender(resources, request, view), counts: isLocked, ...deadlines, waitForAll: false, clock, signal });
+    round = await runRound({
+      operation: 'acquire',
+      members,
+      send: acquireSender(resources, request, view),
+      counts: isLocked,
+      ...deadlines,
+      waitForAll: false,
+      clock,
+      signal,
+    });
     if (round.won && fencing) {
       // One turn of the event loop first: the round was decided at the quorum-th answer, and the
       // others that reached the socket in the same poll are read now. Their epochs can then be

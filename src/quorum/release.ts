@@ -55,7 +55,18 @@ export function rollback(
   votes: readonly MemberVote<string>[] | undefined,
 ): Promise<unknown> {
   const silent = (index: number) => votes !== undefined && (votes[index]!.vote === 'timeout' || votes[index]!.vote === 'error');
-  void releaseOn(members.filter((_, index) => silent(index)), settings, resources, value, 'all');
-  return releaseOn(members.filter((_, index) => !silent(index)), settings, resources, value, 'all');
+  void releaseOn(
+    members.filter((_, index) => silent(index)),
+    settings,
+    resources,
+    value,
+    'all',
+  );
+  return releaseOn(
+    members.filter((_, index) => !silent(index)),
+    settings,
+    resources,
+    value,
+    'all',
+  );
 }
-

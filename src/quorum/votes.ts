@@ -40,7 +40,9 @@ export interface MemberVote<Answer extends string = LockAnswer> {
 export const isLocked = (answer: LockAnswer): boolean => answer === 'locked';
 
 /** What a round's `send` may resolve with: the answer alone, or with details. */
-export type Answered<Answer extends string> = Answer | { vote: Answer; heldForMs?: number | undefined; place?: number | undefined; quarantinedForMs?: number | undefined; notCounting?: string | undefined };
+export type Answered<Answer extends string> =
+  | Answer
+  | { vote: Answer; heldForMs?: number | undefined; place?: number | undefined; quarantinedForMs?: number | undefined; notCounting?: string | undefined };
 
 const phrases: Record<string, string> = {
   locked: 'locked',

@@ -43,7 +43,14 @@ export function acquireArgs(request: AcquireRequest, settled: string): (string |
 /** acquireArgs() as a script receives them (strings), for simulators of the script. */
 export function readAcquireArgs(argv: readonly string[]): AcquireRequest & { settled: string } {
   const [value = '', ttl, id = '', ticket, lease, quarantine, fencing, settled = ''] = argv;
-  return { value, ttlMs: Number(ttl), waiter: { id, ticket: Number(ticket), leaseMs: Number(lease) }, quarantineMs: Number(quarantine), fencing: fencing === '1', settled };
+  return {
+    value,
+    ttlMs: Number(ttl),
+    waiter: { id, ticket: Number(ticket), leaseMs: Number(lease) },
+    quarantineMs: Number(quarantine),
+    fencing: fencing === '1',
+    settled,
+  };
 }
 
 /** quarantinedForMs of a member that must not count at all while its condition lasts. */

@@ -73,7 +73,17 @@ describe('chaos (short runs)', () => {
     const { faults, writes } = result;
     const context = `seed ${result.seed}\n${result.counterexamples.join('\n\n')}`;
     // Every kind of fault happened, never on more than a minority at once.
-    expect({ kills: faults.kills > 0, inFlight: faults.inFlightAtKill > 0, holds: faults.holds > 0, failovers: faults.failovers > 0, failbacks: faults.failbacks > 0, pauses: faults.pauses > 0 }, context).toEqual({
+    expect(
+      {
+        kills: faults.kills > 0,
+        inFlight: faults.inFlightAtKill > 0,
+        holds: faults.holds > 0,
+        failovers: faults.failovers > 0,
+        failbacks: faults.failbacks > 0,
+        pauses: faults.pauses > 0,
+      },
+      context,
+    ).toEqual({
       kills: true,
       inFlight: true,
       holds: true,
@@ -83,7 +93,14 @@ describe('chaos (short runs)', () => {
     });
     expect(faults.maxImpaired).toBeLessThanOrEqual(2);
     expect(
-      { overlaps: result.overlapViolations, fenceOrder: result.fenceViolations, storeOrder: result.storeOrderViolations, staleAccepted: result.staleAccepted, refusedWhileHeld: result.refusedWhileHeld, unfenced: result.unfenced },
+      {
+        overlaps: result.overlapViolations,
+        fenceOrder: result.fenceViolations,
+        storeOrder: result.storeOrderViolations,
+        staleAccepted: result.staleAccepted,
+        refusedWhileHeld: result.refusedWhileHeld,
+        unfenced: result.unfenced,
+      },
       context,
     ).toEqual({ overlaps: 0, fenceOrder: 0, storeOrder: 0, staleAccepted: 0, refusedWhileHeld: 0, unfenced: 0 });
     // The store order was judged on every accepted write. Overrunners' late writes reached the

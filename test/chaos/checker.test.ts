@@ -49,7 +49,13 @@ describe('intervalOf', () => {
 
 describe('fenceViolations', () => {
   it('accepts strictly increasing fences in holding order, whatever the input order', () => {
-    expect(fenceViolations([{ acquiredAt: 30, fence: 9 }, { acquiredAt: 10, fence: 1 }, { acquiredAt: 20, fence: 2 }])).toBe(0);
+    expect(
+      fenceViolations([
+        { acquiredAt: 30, fence: 9 },
+        { acquiredAt: 10, fence: 1 },
+        { acquiredAt: 20, fence: 2 },
+      ]),
+    ).toBe(0);
   });
 
   it('counts each repeat and each decrease', () => {

@@ -5,7 +5,19 @@ import { analyse, type Holding, type Recorded, type Write } from './combined-che
 const R = 'r';
 
 function holding(id: number, client: number, fence: number, acquiredAt: number, releasedAt: number, extra: Partial<Holding> = {}): Holding {
-  return { id, client, resource: R, fence, overrun: false, calledAt: acquiredAt - 5, acquiredAt, validUntil: releasedAt + 100, releasedAt, lockedMembers: [0, 1, 2], ...extra };
+  return {
+    id,
+    client,
+    resource: R,
+    fence,
+    overrun: false,
+    calledAt: acquiredAt - 5,
+    acquiredAt,
+    validUntil: releasedAt + 100,
+    releasedAt,
+    lockedMembers: [0, 1, 2],
+    ...extra,
+  };
 }
 
 function write(h: Holding, phase: Write['phase'], sentAt: number, accepted: boolean, held = true): Write {
@@ -13,11 +25,50 @@ function write(h: Holding, phase: Write['phase'], sentAt: number, accepted: bool
 }
 
 function run(holdings: Holding[], writes: Write[], accepted?: Recorded['accepted']): Recorded {
-  const inOrder = accepted ?? writes.filter((w) => w.accepted).sort((a, b) => a.doneAt - b.doneAt).map((w) => ({ resource: R, holding: w.holding.id, fence: w.holding.fence! }));
+  const inOrder =
+    accepted ??
+    writes
+      .filter((w) => w.accepted)
+      .sort((a, b) => a.doneAt - b.doneAt)
+      .map((w) => ({ resource: R, holding: w.holding.id, fence: w.holding.fence! }));
   return {
-    seed: 1, seconds: 1, quarantine: true, ttl: 1000, maxLockTtl: 2000, clients: 2, resources: [R], t0: 0, runStart: 0, stopAt: 1000,
-    holdings, writes, accepted: inOrder, faultEvents: [], impaired: [], failedBy: {}, failures: [], latencies: [], extendMessages: [],
-    counts: { kills: 0, inFlightAtKill: 0, holds: 0, heldMs: 0, failovers: 0, failbacks: 0, fullResyncs: 0, partialResyncs: 0, pauses: 0, pausedExtensions: 0, pausedExtensionsSurvived: 0, skipped: 0, maxImpaired: 0, longestRepairMs: 0, repairMs: 0, unrepaired: 0 },
+    seed: 1,
+    seconds: 1,
+    quarantine: true,
+    ttl: 1000,
+    maxLockTtl: 2000,
+    clients: 2,
+    resources: [R],
+    t0: 0,
+    runStart: 0,
+    stopAt: 1000,
+    holdings,
+    writes,
+    accepted: inOrder,
+    faultEvents: [],
+    impaired: [],
+    failedBy: {},
+    failures: [],
+    latencies: [],
+    extendMessages: [],
+    counts: {
+      kills: 0,
+      inFlightAtKill: 0,
+      holds: 0,
+      heldMs: 0,
+      failovers: 0,
+      failbacks: 0,
+      fullResyncs: 0,
+      partialResyncs: 0,
+      pauses: 0,
+      pausedExtensions: 0,
+      pausedExtensionsSurvived: 0,
+      skipped: 0,
+      maxImpaired: 0,
+      longestRepairMs: 0,
+      repairMs: 0,
+      unrepaired: 0,
+    },
   };
 }
 
@@ -26,7 +77,13 @@ describe('combined analysis', () => {
     const a = holding(1, 0, 5, 0, 100);
     const b = holding(2, 1, 6, 150, 300);
     const late = holding(3, 0, 4, -400, 10, { overrun: true, validUntil: -100, lostAt: -100 });
-    const writes = [write(a, 'start', 1, true), write(a, 'end', 99, true), write(b, 'start', 151, true), write(late, 'end', 200, false, false), write(b, 'end', 299, true)];
+    const writes = [
+      write(a, 'start', 1, true),
+      write(a, 'end', 99, true),
+      write(b, 'start', 151, true),
+      write(late, 'end', 200, false, false),
+      write(b, 'end', 299, true),
+    ];
     const result = analyse(run([late, a, b], writes));
     expect(result.violations).toBe(0);
     expect(result.writes).toMatchObject({ accepted: 4, refused: 1, staleRefused: 1, lateAccepted: 0, lateAcceptedAfterSuccessor: 0 });

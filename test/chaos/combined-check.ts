@@ -10,32 +10,32 @@ export type FaultKind = 'kill' | 'hold' | 'failover' | 'pause';
 export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'hold', 'failover', 'pause'];
 
 export interface FaultCounts {
-    kills: number;
-    /** Commands written to the member and still unanswered when it was killed: ioredis re-sends them. */
-    inFlightAtKill: number;
-    holds: number;
-    heldMs: number;
-    failovers: number;
-    failbacks: number;
-    /** Full resyncs served by S2 to the demoted S1 (and back), and partial ones. */
-    fullResyncs: number;
-    partialResyncs: number;
-    pauses: number;
-    /** Holdings with an extension due inside a pause: how many were still held after it. */
-    pausedExtensions: number;
-    pausedExtensionsSurvived: number;
-    /** Times the schedule could not start the fault it picked (the minority was already impaired, or no extension was due). */
-    skipped: number;
-    /** Most members impaired at once (never above the minority). */
-    maxImpaired: number;
-    /**
-     * After a restart or a failback, how long (ms, longest and in all) until a fenced holding
-     * counted the member again, so that its fence counter was synced: until then it stays impaired.
-     */
-    longestRepairMs: number;
-    repairMs: number;
-    /** Members still unrepaired when the run stopped (their fault was cut short). */
-    unrepaired: number;
+  kills: number;
+  /** Commands written to the member and still unanswered when it was killed: ioredis re-sends them. */
+  inFlightAtKill: number;
+  holds: number;
+  heldMs: number;
+  failovers: number;
+  failbacks: number;
+  /** Full resyncs served by S2 to the demoted S1 (and back), and partial ones. */
+  fullResyncs: number;
+  partialResyncs: number;
+  pauses: number;
+  /** Holdings with an extension due inside a pause: how many were still held after it. */
+  pausedExtensions: number;
+  pausedExtensionsSurvived: number;
+  /** Times the schedule could not start the fault it picked (the minority was already impaired, or no extension was due). */
+  skipped: number;
+  /** Most members impaired at once (never above the minority). */
+  maxImpaired: number;
+  /**
+   * After a restart or a failback, how long (ms, longest and in all) until a fenced holding
+   * counted the member again, so that its fence counter was synced: until then it stays impaired.
+   */
+  longestRepairMs: number;
+  repairMs: number;
+  /** Members still unrepaired when the run stopped (their fault was cut short). */
+  unrepaired: number;
 }
 
 export interface CombinedResult {
@@ -176,7 +176,8 @@ export interface Recorded {
 }
 
 /** The interval a holding may be relied on: until its work ended, never past its last deadline. */
-const holdingInterval = (h: Holding) => intervalOf({ client: h.client, acquiredAt: h.acquiredAt, validUntil: h.validUntil, ...(h.releasedAt === undefined ? {} : { releasedAt: h.releasedAt }) });
+const holdingInterval = (h: Holding) =>
+  intervalOf({ client: h.client, acquiredAt: h.acquiredAt, validUntil: h.validUntil, ...(h.releasedAt === undefined ? {} : { releasedAt: h.releasedAt }) });
 
 export function analyse(run: Recorded): CombinedResult {
   const { holdings, writes, accepted, faultEvents, t0 } = run;
@@ -208,7 +209,14 @@ export function analyse(run: Recorded): CombinedResult {
         const shared = Math.min(holdingInterval(a).end, holdingInterval(b).end) - b.acquiredAt;
         const fenceWrong = a.fence !== undefined && b.fence !== undefined && b.fence <= a.fence;
         if ((shared > 0 && a.client !== b.client) || (fenceWrong && j === i + 1)) {
-          counterexamples.push([`${shared > 0 ? `overlap of ${shared.toFixed(1)} ms` : 'fence not increasing in acquire order'} on ${resource}:`, `  ${describe(a)}`, `  ${describe(b)}`, ...faultsAround(a.calledAt, b.releasedAt ?? b.validUntil)].join('\n'));
+          counterexamples.push(
+            [
+              `${shared > 0 ? `overlap of ${shared.toFixed(1)} ms` : 'fence not increasing in acquire order'} on ${resource}:`,
+              `  ${describe(a)}`,
+              `  ${describe(b)}`,
+              ...faultsAround(a.calledAt, b.releasedAt ?? b.validUntil),
+            ].join('\n'),
+          );
         }
       }
     }
@@ -225,9 +233,11 @@ export function analyse(run: Recorded): CombinedResult {
       storeOrderViolations++;
       const [a, b] = [byId.get(prev.holding), byId.get(next.holding)];
       counterexamples.push(
-        [`store accepted fence ${next.fence} (holding #${next.holding}) after ${prev.fence} (#${prev.holding}) on ${resource}:`, ...[a, b].map((h) => `  ${h ? describe(h) : '?'}`), ...faultsAround(Math.min(a?.calledAt ?? Infinity, b?.calledAt ?? Infinity), Math.max(a?.validUntil ?? 0, b?.validUntil ?? 0))].join(
-          '\n',
-        ),
+        [
+          `store accepted fence ${next.fence} (holding #${next.holding}) after ${prev.fence} (#${prev.holding}) on ${resource}:`,
+          ...[a, b].map((h) => `  ${h ? describe(h) : '?'}`),
+          ...faultsAround(Math.min(a?.calledAt ?? Infinity, b?.calledAt ?? Infinity), Math.max(a?.validUntil ?? 0, b?.validUntil ?? 0)),
+        ].join('\n'),
       );
     }
   }
@@ -242,20 +252,35 @@ export function analyse(run: Recorded): CombinedResult {
   for (const w of writes) {
     const fence = w.holding.fence!;
     if (w.accepted === true) {
-      const superseded = writes.find((o) => o.accepted === true && o.holding.resource === w.holding.resource && o.holding.fence! > fence && o.doneAt < w.sentAt);
+      const superseded = writes.find(
+        (o) => o.accepted === true && o.holding.resource === w.holding.resource && o.holding.fence! > fence && o.doneAt < w.sentAt,
+      );
       if (superseded) {
         staleAccepted++;
-        counterexamples.push([`write accepted after a higher fence was: ${w.phase} of`, `  ${describe(w.holding)} sent ${ms(w.sentAt)}`, `  after ${describe(superseded.holding)} wrote at ${ms(superseded.doneAt)}`].join('\n'));
+        counterexamples.push(
+          [
+            `write accepted after a higher fence was: ${w.phase} of`,
+            `  ${describe(w.holding)} sent ${ms(w.sentAt)}`,
+            `  after ${describe(superseded.holding)} wrote at ${ms(superseded.doneAt)}`,
+          ].join('\n'),
+        );
       }
       if (!w.heldAtSend) {
         lateAccepted++;
-        if (holdings.some((h) => h.resource === w.holding.resource && h.fence !== undefined && h.fence > fence && h.acquiredAt < w.sentAt)) lateAcceptedAfterSuccessor++;
+        if (holdings.some((h) => h.resource === w.holding.resource && h.fence !== undefined && h.fence > fence && h.acquiredAt < w.sentAt))
+          lateAcceptedAfterSuccessor++;
       }
     } else if (w.accepted === false) {
       if (!w.heldAtSend || !w.heldAtDone) staleRefused++;
       if (w.heldAtSend && w.heldAtDone) {
         refusedWhileHeld++;
-        counterexamples.push([`write refused while its holder held the lock (${w.phase}, ${ms(w.sentAt)}–${ms(w.doneAt)}):`, `  ${describe(w.holding)}`, ...faultsAround(w.holding.calledAt, w.doneAt)].join('\n'));
+        counterexamples.push(
+          [
+            `write refused while its holder held the lock (${w.phase}, ${ms(w.sentAt)}–${ms(w.doneAt)}):`,
+            `  ${describe(w.holding)}`,
+            ...faultsAround(w.holding.calledAt, w.doneAt),
+          ].join('\n'),
+        );
       }
     }
   }
@@ -287,7 +312,8 @@ export function analyse(run: Recorded): CombinedResult {
   }
 
   const lost: Record<string, number> = {};
-  for (const h of holdings) if (h.lostAt !== undefined && (h.releasedAt === undefined || h.lostAt <= h.releasedAt)) lost[h.lostBecause ?? '?'] = (lost[h.lostBecause ?? '?'] ?? 0) + 1;
+  for (const h of holdings)
+    if (h.lostAt !== undefined && (h.releasedAt === undefined || h.lostAt <= h.releasedAt)) lost[h.lostBecause ?? '?'] = (lost[h.lostBecause ?? '?'] ?? 0) + 1;
   const extensionFailures: Record<string, number> = {};
   for (const m of run.extendMessages) if (!m.extended) extensionFailures[m.reason ?? '?'] = (extensionFailures[m.reason ?? '?'] ?? 0) + 1;
 

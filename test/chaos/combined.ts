@@ -37,7 +37,17 @@ import { join } from 'node:path';
 import { channels, fencedWrite, LockAcquireError, LockLostError, Redlock } from '../../src/index.js';
 import type { Master, MasterSet } from '../harness/index.js';
 import { processBackend } from '../harness/process.js';
-import { analyse, FAULT_KINDS, type CombinedResult, type FaultCounts, type FaultEvent, type FaultKind, type Holding, type Recorded, type Write } from './combined-check.js';
+import {
+  analyse,
+  FAULT_KINDS,
+  type CombinedResult,
+  type FaultCounts,
+  type FaultEvent,
+  type FaultKind,
+  type Holding,
+  type Recorded,
+  type Write,
+} from './combined-check.js';
 import { sleep } from './faults.js';
 import { TcpProxy } from './proxy.js';
 import { mulberry32 } from '../harness/prng.js';
@@ -170,7 +180,18 @@ function admin(master: Master): Redis {
  */
 async function startPair(): Promise<Pair> {
   const dirs = await Promise.all([0, 1].map(() => mkdtemp(join(tmpdir(), 'quorumlock-combined-'))));
-  const common = (dir: string) => (port: number) => ['--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0', '--repl-diskless-load', 'swapdb'];
+  const common = (dir: string) => (port: number) => [
+    '--dir',
+    dir,
+    '--dbfilename',
+    `dump-${port}.rdb`,
+    '--repl-diskless-sync',
+    'yes',
+    '--repl-diskless-sync-delay',
+    '0',
+    '--repl-diskless-load',
+    'swapdb',
+  ];
   const started: MasterSet[] = [];
   try {
     started.push(await processBackend.start(1, { args: common(dirs[0]!) }));
@@ -237,7 +258,8 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
   const extendMessages: { extended: boolean; reason?: string }[] = [];
   const onExtend = (message: unknown) => {
     const m = message as { resources: string[]; extended: boolean; reason?: string };
-    if (m.resources.some((r) => (RESOURCES as readonly string[]).includes(r))) extendMessages.push({ extended: m.extended, ...(m.reason ? { reason: m.reason } : {}) });
+    if (m.resources.some((r) => (RESOURCES as readonly string[]).includes(r)))
+      extendMessages.push({ extended: m.extended, ...(m.reason ? { reason: m.reason } : {}) });
   };
   subscribe(channels.extend.name, onExtend);
   try {
@@ -291,8 +313,22 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
     const latencies: number[] = [];
     const faultEvents: FaultEvent[] = [];
     const counts: FaultCounts = {
-      kills: 0, inFlightAtKill: 0, holds: 0, heldMs: 0, failovers: 0, failbacks: 0, fullResyncs: 0, partialResyncs: 0,
-      pauses: 0, pausedExtensions: 0, pausedExtensionsSurvived: 0, skipped: 0, maxImpaired: 0, longestRepairMs: 0, repairMs: 0, unrepaired: 0,
+      kills: 0,
+      inFlightAtKill: 0,
+      holds: 0,
+      heldMs: 0,
+      failovers: 0,
+      failbacks: 0,
+      fullResyncs: 0,
+      partialResyncs: 0,
+      pauses: 0,
+      pausedExtensions: 0,
+      pausedExtensionsSurvived: 0,
+      skipped: 0,
+      maxImpaired: 0,
+      longestRepairMs: 0,
+      repairMs: 0,
+      unrepaired: 0,
     };
 
     // ---- holders --------------------------------------------------------------------------
@@ -393,7 +429,8 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
       const pool = preferHeld && heldMembers().length > 0 ? heldMembers() : freeMembers();
       return pool.length === 0 ? undefined : pool[Math.floor(rng() * pool.length)];
     };
-    const event = (kind: FaultKind, members: number[], start: number, detail: string) => faultEvents.push({ kind, members, start, end: performance.now(), detail });
+    const event = (kind: FaultKind, members: number[], start: number, detail: string) =>
+      faultEvents.push({ kind, members, start, end: performance.now(), detail });
 
     /**
      * A member that lost its data (a restart) or changed lineage (a failback) has lost its fence
@@ -505,8 +542,14 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
         }
         if (!target) return undefined;
         const budget = MINORITY - impairments.count;
-        const own = shuffle(rng, target.holding.lockedMembers.filter((m) => m >= 0 && !impairments.isBusy(m)));
-        const others = shuffle(rng, freeMembers().filter((m) => !own.includes(m)));
+        const own = shuffle(
+          rng,
+          target.holding.lockedMembers.filter((m) => m >= 0 && !impairments.isBusy(m)),
+        );
+        const others = shuffle(
+          rng,
+          freeMembers().filter((m) => !own.includes(m)),
+        );
         const members = [...own, ...others].slice(0, Math.min(2, budget));
         const { holding, dueIn } = target;
         const pausedMs = between(rng, 350, 450);
@@ -526,7 +569,12 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
           await delay(50);
           const survived = holding.lostAt === undefined;
           if (survived) counts.pausedExtensionsSurvived++;
-          event('pause', members, start, `SIGSTOP ${Math.round(pausedMs)} ms around holding #${holding.id}'s extension: ${survived ? 'still held' : `lost (${holding.lostBecause})`}`);
+          event(
+            'pause',
+            members,
+            start,
+            `SIGSTOP ${Math.round(pausedMs)} ms around holding #${holding.id}'s extension: ${survived ? 'still held' : `lost (${holding.lostBecause})`}`,
+          );
         });
       },
     };
@@ -634,4 +682,3 @@ async function removeRdbFiles(dirs: readonly string[]): Promise<void> {
     for (const file of await readdir(dir)) if (file.endsWith('.rdb')) await rm(join(dir, file), { force: true });
   }
 }
-

@@ -56,8 +56,15 @@ for (const [name, runOptions] of runs) {
 let combined: CombinedResult | undefined;
 if (selected.includes('combined')) {
   const combinedSeconds = givenSeconds ?? 60;
-  console.error(`running combined (quarantine ${options.quarantine ? 'on' : 'off'}, fencing on${seed === undefined ? '' : `, seed ${seed}`}) for ${combinedSeconds} s`);
-  combined = await runCombined({ seconds: combinedSeconds, quarantine: options.quarantine, waitForRepair: !values['no-repair-wait'], ...(seed === undefined ? {} : { seed }) });
+  console.error(
+    `running combined (quarantine ${options.quarantine ? 'on' : 'off'}, fencing on${seed === undefined ? '' : `, seed ${seed}`}) for ${combinedSeconds} s`,
+  );
+  combined = await runCombined({
+    seconds: combinedSeconds,
+    quarantine: options.quarantine,
+    waitForRepair: !values['no-repair-wait'],
+    ...(seed === undefined ? {} : { seed }),
+  });
   console.error(`  ${JSON.stringify({ ...combined, counterexamples: combined.counterexamples.length, timeline: combined.timeline.length })}`);
 }
 
@@ -68,21 +75,34 @@ if (results.length > 0) {
   console.log('| scenario | quarantine | acquisitions | violations | max overlap (ms) | failed acquires | p99 acquire latency (ms) |');
   console.log('|---|---|---|---|---|---|---|');
   for (const r of results) {
-    console.log(`| ${label(r)} | ${r.quarantine ? 'on' : 'off'} | ${r.acquisitions} | ${r.violations} | ${ms(r.maxOverlapMs)} | ${r.failedAcquires} | ${ms(r.p99AcquireMs)} |`);
+    console.log(
+      `| ${label(r)} | ${r.quarantine ? 'on' : 'off'} | ${r.acquisitions} | ${r.violations} | ${ms(r.maxOverlapMs)} | ${r.failedAcquires} | ${ms(r.p99AcquireMs)} |`,
+    );
   }
   console.log('\nViolations: overlap / fence / majority-window. Faults injected:');
   for (const r of results) {
-    const faults = Object.entries(r.faults).map(([key, value]) => `${key} ${value}`).join(', ');
-    console.log(`- ${label(r)}, quarantine ${r.quarantine ? 'on' : 'off'}: ${r.overlapViolations} / ${r.fenceViolations} / ${r.windowViolations}; ${r.fenced} fenced holdings; ${faults}`);
+    const faults = Object.entries(r.faults)
+      .map(([key, value]) => `${key} ${value}`)
+      .join(', ');
+    console.log(
+      `- ${label(r)}, quarantine ${r.quarantine ? 'on' : 'off'}: ${r.overlapViolations} / ${r.fenceViolations} / ${r.windowViolations}; ${r.fenced} fenced holdings; ${faults}`,
+    );
   }
 }
 
 if (combined) {
   const c = combined;
   const f = c.faults;
-  const entries = (record: Record<string, number>) => Object.entries(record).map(([key, value]) => `${key} ${value}`).join(', ') || 'none';
-  console.log(`\nCombined faults, ${c.seconds} s, seed ${c.seed}: 5 members (one a master + replica pair), ${c.clients} clients on ${c.resources} resources, ttl ${c.ttl} ms, quarantine ${c.quarantine ? 'on' : 'off'}, fencing on\n`);
-  console.log('| acquisitions | extensions | violations | kills (in-flight commands) | holds (ms) | failovers / failbacks (full resyncs) | pauses at extensions (rode through) | writes accepted / refused (stale refused) |');
+  const entries = (record: Record<string, number>) =>
+    Object.entries(record)
+      .map(([key, value]) => `${key} ${value}`)
+      .join(', ') || 'none';
+  console.log(
+    `\nCombined faults, ${c.seconds} s, seed ${c.seed}: 5 members (one a master + replica pair), ${c.clients} clients on ${c.resources} resources, ttl ${c.ttl} ms, quarantine ${c.quarantine ? 'on' : 'off'}, fencing on\n`,
+  );
+  console.log(
+    '| acquisitions | extensions | violations | kills (in-flight commands) | holds (ms) | failovers / failbacks (full resyncs) | pauses at extensions (rode through) | writes accepted / refused (stale refused) |',
+  );
   console.log('|---|---|---|---|---|---|---|---|');
   console.log(
     `| ${c.acquisitions} | ${c.extensions} | ${c.violations} | ${f.kills} (${f.inFlightAtKill}) | ${f.holds} (${f.heldMs}) | ${f.failovers} / ${f.failbacks} (${f.fullResyncs}) | ${f.pauses} (${f.pausedExtensionsSurvived}/${f.pausedExtensions}) | ${c.writes.accepted} / ${c.writes.refused} (${c.writes.staleRefused}) |`,
@@ -90,8 +110,12 @@ if (combined) {
   console.log(
     `\nViolations: overlap ${c.overlapViolations}, fence order ${c.fenceViolations}, store order ${c.storeOrderViolations}, stale accepted ${c.staleAccepted}, refused while held ${c.refusedWhileHeld}, unfenced ${c.unfenced}.`,
   );
-  console.log(`Late writes (sent after the lock was lost) the store accepted, no higher token having reached it yet: ${c.writes.lateAccepted}, of which after a successor had acquired: ${c.writes.lateAcceptedAfterSuccessor}.`);
-  console.log(`Overrunning holders ${c.overruns}; locks lost: ${entries(c.lost)}; failed extensions: ${entries(c.extensionFailures)}; failed acquires: ${entries(c.failedBy)}; acquire p50/p99 ${ms(c.p50AcquireMs)}/${ms(c.p99AcquireMs)} ms.`);
+  console.log(
+    `Late writes (sent after the lock was lost) the store accepted, no higher token having reached it yet: ${c.writes.lateAccepted}, of which after a successor had acquired: ${c.writes.lateAcceptedAfterSuccessor}.`,
+  );
+  console.log(
+    `Overrunning holders ${c.overruns}; locks lost: ${entries(c.lost)}; failed extensions: ${entries(c.extensionFailures)}; failed acquires: ${entries(c.failedBy)}; acquire p50/p99 ${ms(c.p50AcquireMs)}/${ms(c.p99AcquireMs)} ms.`,
+  );
   console.log(
     `Liveness: longest stretch without an acquisition ${c.liveness.longestGapMs} ms; acquisitions with 0/1/2 members impaired ${c.liveness.byImpaired.join('/')}; ${c.liveness.interFaultSpansWithAcquisition} of ${c.liveness.interFaultSpans} spans between fault starts saw one; most impaired at once ${f.maxImpaired}; faults not started for lack of budget ${f.skipped}; fence counters synced again ${f.longestRepairMs} ms after a quarantine at the longest (${f.unrepaired} not yet at the stop).`,
   );

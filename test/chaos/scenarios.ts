@@ -151,7 +151,8 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
     if (name === 'clock-drift') {
       // Proof that the fast clocks are in effect (they are not on a backend that ignores env).
       const rates = await Promise.all(connections[0]!.slice(3).map(clockRate));
-      if (rates.some((rate) => rate < FAST_CLOCK_RATE - 0.05)) throw new Error(`clock-drift: fast members run at ${rates.map((r) => r.toFixed(2)).join(', ')}× instead of ${FAST_CLOCK_RATE}×`);
+      if (rates.some((rate) => rate < FAST_CLOCK_RATE - 0.05))
+        throw new Error(`clock-drift: fast members run at ${rates.map((r) => r.toFixed(2)).join(', ')}× instead of ${FAST_CLOCK_RATE}×`);
       faults.fastMembers = rates.length;
       faults.fastClockRate = Number(Math.min(...rates).toFixed(2));
     }

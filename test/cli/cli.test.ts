@@ -92,7 +92,9 @@ describe('usage errors exit 64 and name the flag', () => {
 describe('run', () => {
   it("exits with the command's exit code, and 128+n when a signal kills it", async () => {
     expect((await cli(['run', '--members', members, '--resource', 'exit-code', '--ttl', '5s', ...nodeCommand('process.exit(7)')]).done).code).toBe(7);
-    expect((await cli(['run', '--members', members, '--resource', 'exit-code', '--ttl', '5s', ...nodeCommand('process.kill(process.pid, "SIGKILL")')]).done).code).toBe(128 + 9);
+    expect(
+      (await cli(['run', '--members', members, '--resource', 'exit-code', '--ttl', '5s', ...nodeCommand('process.kill(process.pid, "SIGKILL")')]).done).code,
+    ).toBe(128 + 9);
     // Released at exit: a third run gets it at once.
     expect((await cli(['run', '--members', members, '--resource', 'exit-code', '--ttl', '5s', ...nodeCommand('process.exit(0)')]).done).code).toBe(0);
     expect(await t.valuesOf('exit-code')).toEqual([null, null, null]);
@@ -113,22 +115,60 @@ describe('run', () => {
   });
 
   it('exits 73 when another run holds the resource past --wait, and gets it when the holder finishes within --wait', async () => {
-    const holder = cli(['run', '--members', members, '--resource', 'contended', '--ttl', '5s', ...nodeCommand('console.log("holding"); setTimeout(() => {}, 1500)')]);
+    const holder = cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      'contended',
+      '--ttl',
+      '5s',
+      ...nodeCommand('console.log("holding"); setTimeout(() => {}, 1500)'),
+    ]);
     await holder.waitFor('holding');
-    const refused = await cli(['run', '--members', members, '--resource', 'contended', '--ttl', '5s', '--wait', '300ms', ...nodeCommand('console.log("ran")')]).done;
+    const refused = await cli(['run', '--members', members, '--resource', 'contended', '--ttl', '5s', '--wait', '300ms', ...nodeCommand('console.log("ran")')])
+      .done;
     expect(refused.code).toBe(73);
     expect(refused.stdout).not.toContain('ran');
     expect(refused.stderr).toMatch(/could not lock contended/);
     // Waits in line and runs once the holder is done (within its 1.5 s).
-    const waiter = await cli(['run', '--members', members, '--resource', 'contended', '--ttl', '5s', '--wait', '10s', '--json', ...nodeCommand('console.log("ran")')]).done;
+    const waiter = await cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      'contended',
+      '--ttl',
+      '5s',
+      '--wait',
+      '10s',
+      '--json',
+      ...nodeCommand('console.log("ran")'),
+    ]).done;
     expect(waiter.code).toBe(0);
     expect(waiter.stdout).toContain('ran');
-    expect(waiter.stderr.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { event: string }).event)).toEqual(['acquired', 'exit']);
+    expect(
+      waiter.stderr
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => (JSON.parse(line) as { event: string }).event),
+    ).toEqual(['acquired', 'exit']);
     expect((await holder.done).code).toBe(0);
   });
 
   it('when the lock is lost, sends SIGTERM to the command and exits 75', async () => {
-    const holder = cli(['run', '--members', members, '--resource', 'lost', '--ttl', '1s', ...nodeCommand('process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(0); }); console.log("holding"); setTimeout(() => {}, 20000)')]);
+    const holder = cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      'lost',
+      '--ttl',
+      '1s',
+      ...nodeCommand(
+        'process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(0); }); console.log("holding"); setTimeout(() => {}, 20000)',
+      ),
+    ]);
     await holder.waitFor('holding');
     // Another party takes the keys away on a majority: the next extension fails.
     await Promise.all([t.clients[0]!.del('lost'), t.clients[1]!.del('lost')]);
@@ -140,7 +180,18 @@ describe('run', () => {
   });
 
   it('a command that ignores SIGTERM after a lost lock is SIGKILLed after --grace', async () => {
-    const holder = cli(['run', '--members', members, '--resource', 'stubborn', '--ttl', '1s', '--grace', '300ms', ...nodeCommand('process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 20000)')]);
+    const holder = cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      'stubborn',
+      '--ttl',
+      '1s',
+      '--grace',
+      '300ms',
+      ...nodeCommand('process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 20000)'),
+    ]);
     await holder.waitFor('holding');
     await Promise.all([t.clients[0]!.del('stubborn'), t.clients[1]!.del('stubborn'), t.clients[2]!.del('stubborn')]);
     const { code, stdout, ms } = await holder.done;
@@ -150,7 +201,18 @@ describe('run', () => {
   });
 
   it('forwards SIGTERM to the command, exits with its code, and releases the lock', async () => {
-    const holder = cli(['run', '--members', members, '--resource', 'forwarded', '--ttl', '5s', ...nodeCommand('process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(42); }); console.log("holding"); setTimeout(() => {}, 20000)')]);
+    const holder = cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      'forwarded',
+      '--ttl',
+      '5s',
+      ...nodeCommand(
+        'process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(42); }); console.log("holding"); setTimeout(() => {}, 20000)',
+      ),
+    ]);
     await holder.waitFor('holding');
     expect((await t.valuesOf('forwarded')).every((value) => value !== null)).toBe(true);
     holder.child.kill('SIGTERM');
@@ -168,7 +230,16 @@ describe('run', () => {
   });
 
   it('SIGINT while waiting in line abandons the wait: exit 130, the command never runs', async () => {
-    const holder = cli(['run', '--members', members, '--resource', 'interrupted', '--ttl', '5s', ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)')]);
+    const holder = cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      'interrupted',
+      '--ttl',
+      '5s',
+      ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)'),
+    ]);
     await holder.waitFor('holding');
     const waiter = cli(['run', '--members', members, '--resource', 'interrupted', '--ttl', '5s', '--wait', '30s', ...nodeCommand('console.log("ran")')]);
     // Past start-up (tsx) and into the wait: the line key on the members names it.
@@ -195,7 +266,16 @@ describe('run', () => {
 
 describe('status', () => {
   it('shows the lock held with an owner fingerprint, never the value, as a table and as JSON', async () => {
-    const holder = cli(['run', '--members', members, '--resource', 'report', '--ttl', '10s', ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)')]);
+    const holder = cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      'report',
+      '--ttl',
+      '10s',
+      ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)'),
+    ]);
     await holder.waitFor('holding');
     const values = await t.valuesOf('report');
     const value = values[0]!;
@@ -212,7 +292,11 @@ describe('status', () => {
     const json = await cli(['status', 'report', '--json'], { QUORUMLOCK_MEMBERS: members }).done;
     expect(json.code).toBe(0);
     expect(json.stdout).not.toContain(value);
-    const parsed = JSON.parse(json.stdout) as { held: boolean; owner: string; members: { reachable: boolean; role: string; latencyMs: number; lock: { held: boolean; pttlMs: number; owner: string }; epoch: { state: string } }[] };
+    const parsed = JSON.parse(json.stdout) as {
+      held: boolean;
+      owner: string;
+      members: { reachable: boolean; role: string; latencyMs: number; lock: { held: boolean; pttlMs: number; owner: string }; epoch: { state: string } }[];
+    };
     expect(parsed.held).toBe(true);
     expect(parsed.owner).toBe(owner);
     expect(parsed.members).toHaveLength(3);
@@ -225,7 +309,10 @@ describe('status', () => {
     holder.child.kill('SIGTERM');
     await holder.done;
 
-    const free = JSON.parse((await cli(['status', 'report', '--json', '--members', members]).done).stdout) as { held: boolean; members: { lock: { held: boolean } }[] };
+    const free = JSON.parse((await cli(['status', 'report', '--json', '--members', members]).done).stdout) as {
+      held: boolean;
+      members: { lock: { held: boolean } }[];
+    };
     expect(free.held).toBe(false);
     expect(free.members.map((m) => m.lock.held)).toEqual([false, false, false]);
   });
@@ -235,7 +322,12 @@ describe('members', () => {
   it('exits 0 with 3 healthy masters, and reports role, version, latency and epoch', async () => {
     const { code, stdout } = await cli(['members', '--members', members, '--json']).done;
     expect(code).toBe(0);
-    const parsed = JSON.parse(stdout) as { quorum: number; healthy: number; ok: boolean; members: { healthy: boolean; role: string; version: string; latencyMs: number; epoch: { state: string; ageMs: number } }[] };
+    const parsed = JSON.parse(stdout) as {
+      quorum: number;
+      healthy: number;
+      ok: boolean;
+      members: { healthy: boolean; role: string; version: string; latencyMs: number; epoch: { state: string; ageMs: number } }[];
+    };
     expect(parsed).toMatchObject({ quorum: 2, healthy: 3, ok: true });
     for (const member of parsed.members) {
       expect(member).toMatchObject({ healthy: true, role: 'master', epoch: { state: 'trusted' } });
@@ -275,7 +367,11 @@ describe('trust and the restart quarantine', () => {
     // server process: shown as stale, as the next acquire will quarantine the member again.
     await t.clients[0]!.hset('quorumlock:epoch', 'run_id', '0000000000000000000000000000000000000000');
     const stale = await cli(['members', '--members', members, '--json']).done;
-    expect((JSON.parse(stale.stdout) as { members: { epoch: { state: string } }[] }).members.map((m) => m.epoch.state)).toEqual(['stale', 'quarantined', 'quarantined']);
+    expect((JSON.parse(stale.stdout) as { members: { epoch: { state: string } }[] }).members.map((m) => m.epoch.state)).toEqual([
+      'stale',
+      'quarantined',
+      'quarantined',
+    ]);
     expect((await cli(['members', '--members', members]).done).stdout).toMatch(/epoch of an earlier server process/);
 
     const trusted = await cli(['trust', '--members', members]).done;
@@ -304,7 +400,17 @@ describe('restore-fencing', () => {
     for (const member of parsed.members) expect(member).toMatchObject({ trusted: true, fenceCounter: expect.any(Number) });
     for (const member of parsed.members) expect(member.fenceCounter).toBeGreaterThanOrEqual(5000);
 
-    const ran = await cli(['run', '--fencing', '--members', members, '--resource', 'fenced-after-restore', '--ttl', '2s', ...nodeCommand('console.log("fence=" + process.env.QUORUMLOCK_FENCE)')]).done;
+    const ran = await cli([
+      'run',
+      '--fencing',
+      '--members',
+      members,
+      '--resource',
+      'fenced-after-restore',
+      '--ttl',
+      '2s',
+      ...nodeCommand('console.log("fence=" + process.env.QUORUMLOCK_FENCE)'),
+    ]).done;
     expect(ran.code).toBe(0);
     expect(Number(/fence=(\d+)/.exec(ran.stdout)![1])).toBeGreaterThan(5000);
   });

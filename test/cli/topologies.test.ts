@@ -28,16 +28,43 @@ function refusal(text: string): string {
 
 describe('member URLs for Sentinel groups and Clusters', () => {
   it('reads redis+sentinel:// URLs: sentinels joined by +, the master name, db, auth for the data nodes, TLS', () => {
-    const [a, b, c] = parseMembers('redis+sentinel://s2:26380+s1/mymaster/3, rediss+sentinel://user:p%40ss@[::1]:5000/other, redis+sentinel://:se@cr/et@s1:26379/mymaster', {});
+    const [a, b, c] = parseMembers(
+      'redis+sentinel://s2:26380+s1/mymaster/3, rediss+sentinel://user:p%40ss@[::1]:5000/other, redis+sentinel://:se@cr/et@s1:26379/mymaster',
+      {},
+    );
     expect(a).toEqual({
       url: 'redis+sentinel://s2:26380+s1/mymaster/3',
       name: 'sentinel:mymaster@s1:26379,s2:26380/3',
-      topology: { kind: 'sentinel', sentinels: [{ host: 's2', port: 26380 }, { host: 's1', port: 26379 }], masterName: 'mymaster', db: 3, tls: false },
+      topology: {
+        kind: 'sentinel',
+        sentinels: [
+          { host: 's2', port: 26380 },
+          { host: 's1', port: 26379 },
+        ],
+        masterName: 'mymaster',
+        db: 3,
+        tls: false,
+      },
     });
     expect(b!.name).toBe('sentinel:other@::1:5000/0');
-    expect(b!.topology).toEqual({ kind: 'sentinel', sentinels: [{ host: '::1', port: 5000 }], masterName: 'other', db: 0, tls: true, username: 'user', password: 'p@ss' });
+    expect(b!.topology).toEqual({
+      kind: 'sentinel',
+      sentinels: [{ host: '::1', port: 5000 }],
+      masterName: 'other',
+      db: 0,
+      tls: true,
+      username: 'user',
+      password: 'p@ss',
+    });
     // The user info ends at the last @: a password may hold @ and /.
-    expect(c!.topology).toEqual({ kind: 'sentinel', sentinels: [{ host: 's1', port: 26379 }], masterName: 'mymaster', db: 0, tls: false, password: 'se@cr/et' });
+    expect(c!.topology).toEqual({
+      kind: 'sentinel',
+      sentinels: [{ host: 's1', port: 26379 }],
+      masterName: 'mymaster',
+      db: 0,
+      tls: false,
+      password: 'se@cr/et',
+    });
   });
 
   it('reads redis+cluster:// URLs: seed nodes joined by +, named in sorted order', () => {
@@ -45,13 +72,27 @@ describe('member URLs for Sentinel groups and Clusters', () => {
     expect(a).toEqual({
       url: 'redis+cluster://n3:7002+n1:7000+n2:7001',
       name: 'cluster:n1:7000,n2:7001,n3:7002',
-      topology: { kind: 'cluster', nodes: [{ host: 'n3', port: 7002 }, { host: 'n1', port: 7000 }, { host: 'n2', port: 7001 }], tls: false },
+      topology: {
+        kind: 'cluster',
+        nodes: [
+          { host: 'n3', port: 7002 },
+          { host: 'n1', port: 7000 },
+          { host: 'n2', port: 7001 },
+        ],
+        tls: false,
+      },
     });
-    expect(b).toMatchObject({ name: 'cluster:10.0.0.1:6379', topology: { kind: 'cluster', nodes: [{ host: '10.0.0.1', port: 6379 }], tls: true, username: 'admin', password: 'pw' } });
+    expect(b).toMatchObject({
+      name: 'cluster:10.0.0.1:6379',
+      topology: { kind: 'cluster', nodes: [{ host: '10.0.0.1', port: 6379 }], tls: true, username: 'admin', password: 'pw' },
+    });
   });
 
   it("names each member exactly as the library's memberId() names the client the CLI builds for it", () => {
-    const parsed = parseMembers('redis+sentinel://s2:26380+s1/mymaster/3,redis+cluster://n3:7002+n1:7000,rediss+cluster://[::1]:7000,redis://:pw@h1:7000/2,redis://[::1]:7001', {});
+    const parsed = parseMembers(
+      'redis+sentinel://s2:26380+s1/mymaster/3,redis+cluster://n3:7002+n1:7000,rediss+cluster://[::1]:7000,redis://:pw@h1:7000/2,redis://[::1]:7001',
+      {},
+    );
     for (const member of parsed) {
       const built = client(member, { commandTimeoutMs: 1000, connectTimeoutMs: 1000 }, { lazyConnect: true });
       try {
@@ -62,7 +103,14 @@ describe('member URLs for Sentinel groups and Clusters', () => {
       }
     }
     const sentinel = client(parsed[0]!, { commandTimeoutMs: 1000, connectTimeoutMs: 1000 }, { lazyConnect: true }) as Redis;
-    expect(sentinel.options).toMatchObject({ name: 'mymaster', db: 3, sentinels: [{ host: 's2', port: 26380 }, { host: 's1', port: 26379 }] });
+    expect(sentinel.options).toMatchObject({
+      name: 'mymaster',
+      db: 3,
+      sentinels: [
+        { host: 's2', port: 26380 },
+        { host: 's1', port: 26379 },
+      ],
+    });
     sentinel.disconnect();
   });
 
@@ -88,7 +136,12 @@ describe('member URLs for Sentinel groups and Clusters', () => {
     expect(refusal('redis+cluster://a:1+b:2,redis+cluster://b:2+a:1')).toMatch(/cluster:a:1,b:2 is listed twice/);
     expect(refusal('redis+sentinel://s1+s2/m,redis+sentinel://s2+s1/m')).toMatch(/sentinel:m@s1:26379,s2:26379\/0 is listed twice/);
 
-    for (const text of ['rediss+cluster://admin:hunter2@n1:7000/0', 'redis+sentinel://:hunter2@s1:70000/m', 'redis+sentinel://u:hun@ter2@s1', 'redis+cluster://:hunter2%zz@n1']) {
+    for (const text of [
+      'rediss+cluster://admin:hunter2@n1:7000/0',
+      'redis+sentinel://:hunter2@s1:70000/m',
+      'redis+sentinel://u:hun@ter2@s1',
+      'redis+cluster://:hunter2%zz@n1',
+    ]) {
       const message = refusal(text);
       expect(message).toContain('***');
       expect(message).not.toContain('hunter2');
@@ -186,7 +239,16 @@ describe('a Sentinel group, a Cluster and a plain master as the members', () => 
 
   it('status <resource> while a run holds it: held on every member by the same owner fingerprint; free after', async () => {
     const resource = 'topologies-report';
-    const holder = cli(['run', '--members', members, '--resource', resource, '--ttl', '10s', ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)')]);
+    const holder = cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      resource,
+      '--ttl',
+      '10s',
+      ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)'),
+    ]);
     await holder.waitFor('holding');
     const values = await valuesOf(resource);
     expect(values[0]).toBeTruthy();
@@ -223,7 +285,12 @@ describe('a Sentinel group, a Cluster and a plain master as the members', () => 
     const print = nodeCommand('setTimeout(() => console.log(JSON.stringify({ fence: process.env.QUORUMLOCK_FENCE })), 1500)');
     // A 1 s ttl outlived by the 1.5 s command: extended at least once.
     const first = await cli(['run', '--members', members, '--resource', resource, '--ttl', '1s', '--fencing', '--json', ...print]).done;
-    expect(first.stderr.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { event: string }).event)).toEqual(['acquired', 'exit']);
+    expect(
+      first.stderr
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => (JSON.parse(line) as { event: string }).event),
+    ).toEqual(['acquired', 'exit']);
     expect(first.code).toBe(0);
     const second = await cli(['run', '--members', members, '--resource', resource, '--ttl', '1s', '--fencing', ...print]).done;
     expect(second.code).toBe(0);

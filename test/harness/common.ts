@@ -16,7 +16,10 @@ export function freePort(): Promise<number> {
 }
 
 /** Runs `start` on a free port, up to 5 ports; an error `fatal` says is final stops at once. */
-export async function onFreePort<T>(start: (port: number) => Promise<T>, fatal: (error: unknown) => boolean = () => false): Promise<{ port: number; started: T }> {
+export async function onFreePort<T>(
+  start: (port: number) => Promise<T>,
+  fatal: (error: unknown) => boolean = () => false,
+): Promise<{ port: number; started: T }> {
   let lastError: unknown;
   for (let tries = 0; tries < 5; tries++) {
     const port = await freePort();

@@ -22,7 +22,19 @@ const SETUP_HINT =
   'With Docker, set QUORUMLOCK_REDIS_IMAGE=redis:7 (and TESTCONTAINERS_RYUK_DISABLED=true if Ryuk cannot be pulled).';
 
 function startContainer(port: number, options: StartOptions): Promise<StartedTestContainer> {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...(typeof options.args === 'function' ? options.args(port) : (options.args ?? []))];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--protected-mode',
+    'no',
+    ...(typeof options.args === 'function' ? options.args(port) : (options.args ?? [])),
+  ];
   return (
     new GenericContainer(REDIS_IMAGE)
       .withNetworkMode('host')

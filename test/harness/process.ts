@@ -37,7 +37,19 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 }
 
 function spawnServer(port: number, options: StartOptions): Promise<ChildProcess> {
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', ...(typeof options.args === 'function' ? options.args(port) : (options.args ?? []))];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--protected-mode',
+    'no',
+    ...(typeof options.args === 'function' ? options.args(port) : (options.args ?? [])),
+  ];
   return spawnUntilReady(args, 'Ready to accept connections', `redis-server on port ${port}`, { env: { ...process.env, ...options.env } });
 }
 
@@ -45,7 +57,12 @@ function spawnServer(port: number, options: StartOptions): Promise<ChildProcess>
  * Spawns redis-server with `args` and resolves once its output shows `readyLine`; from then on it
  * is SIGKILLed with the others if this process exits. `what` names it in errors.
  */
-export function spawnUntilReady(args: string[], readyLine: string, what: string, options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<ChildProcess> {
+export function spawnUntilReady(
+  args: string[],
+  readyLine: string,
+  what: string,
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
     const child = spawn(redisServerBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
     let output = '';

@@ -23,7 +23,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  */
 async function poll(what: string, timeoutMs: number, check: () => Promise<true | string>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  let reason = '';
+  let reason: string;
   for (;;) {
     try {
       const result = await check();
@@ -42,7 +42,15 @@ async function poll(what: string, timeoutMs: number, check: () => Promise<true |
  * poll of a dead node fails at once instead of queueing behind ioredis' reconnects.
  */
 async function admin(port: number, ...args: string[]): Promise<unknown> {
-  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000 });
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 1000,
+    commandTimeout: 1000,
+  });
   client.on('error', () => {}); // the rejected call reports it
   try {
     await client.connect();
@@ -196,7 +204,8 @@ export interface ClusterOptions {
 export async function startCluster(masters = 3, options: ClusterOptions = {}): Promise<TestCluster> {
   if (!Number.isInteger(masters) || masters < 3) throw new Error(`startCluster: a cluster needs at least 3 masters, got ${masters}`);
   const { replicasPerMaster = 0 } = options;
-  if (!Number.isInteger(replicasPerMaster) || replicasPerMaster < 0) throw new Error(`startCluster: replicasPerMaster must be a whole number >= 0, got ${replicasPerMaster}`);
+  if (!Number.isInteger(replicasPerMaster) || replicasPerMaster < 0)
+    throw new Error(`startCluster: replicasPerMaster must be a whole number >= 0, got ${replicasPerMaster}`);
   const total = masters * (1 + replicasPerMaster);
   // nodes.conf lives here, by absolute path: redis-server resolves a relative one against its
   // working directory (the repository, for us).
@@ -219,20 +228,30 @@ export async function startCluster(masters = 3, options: ClusterOptions = {}): P
   try {
     set = await processBackend.start(total, {
       args: (port) => [
-        '--dir', dir,
-        '--cluster-enabled', 'yes',
-        '--cluster-config-file', join(dir, `nodes-${port}.conf`),
-        '--cluster-port', String(busPort(port)),
+        '--dir',
+        dir,
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-port',
+        String(busPort(port)),
         // Small, so a killed node is flagged failed (and a restarted one cleared) within seconds.
-        '--cluster-node-timeout', '2000',
-        '--cluster-require-full-coverage', 'no',
+        '--cluster-node-timeout',
+        '2000',
+        '--cluster-require-full-coverage',
+        'no',
         // Replication: the full sync goes over the socket both ways (no RDB file, which a restart
         // would load: restart() must come back empty) and starts at once (by default a master
         // waits 5 s for more replicas). The file name is per node all the same, in case.
-        '--repl-diskless-sync', 'yes',
-        '--repl-diskless-sync-delay', '0',
-        '--repl-diskless-load', 'swapdb',
-        '--dbfilename', `dump-${port}.rdb`,
+        '--repl-diskless-sync',
+        'yes',
+        '--repl-diskless-sync-delay',
+        '0',
+        '--repl-diskless-load',
+        'swapdb',
+        '--dbfilename',
+        `dump-${port}.rdb`,
       ],
     });
     const all = set.masters;
@@ -368,7 +387,11 @@ export async function startSentinelGroup(): Promise<TestSentinelGroup> {
     const replicaSet = await processBackend.start(1, { args: (port) => [...common(port), '--replicaof', master.host, String(master.port)] });
     started.push(replicaSet);
     const replica = replicaSet.masters[0]!;
-    await poll('replica in sync', 10_000, async () => String(await admin(replica.port, 'INFO', 'replication')).includes('master_link_status:up') || 'link not up');
+    await poll(
+      'replica in sync',
+      10_000,
+      async () => String(await admin(replica.port, 'INFO', 'replication')).includes('master_link_status:up') || 'link not up',
+    );
 
     const { port, started: child } = await onFreePort(
       (port) => spawnSentinel(dir, port, name, master),
@@ -389,7 +412,9 @@ export async function startSentinelGroup(): Promise<TestSentinelGroup> {
     await poll('sentinel sees the replica', 10_000, async () => {
       const replicas = (await admin(port, 'SENTINEL', 'REPLICAS', name)) as string[][];
       const field = (fields: string[], key: string) => fields[fields.indexOf(key) + 1];
-      const good = replicas.some((fields) => field(fields, 'port') === String(replica.port) && field(fields, 'flags') === 'slave' && field(fields, 'master-link-status') === 'ok');
+      const good = replicas.some(
+        (fields) => field(fields, 'port') === String(replica.port) && field(fields, 'flags') === 'slave' && field(fields, 'master-link-status') === 'ok',
+      );
       return good || `replicas: ${JSON.stringify(replicas)}`;
     });
 

@@ -86,23 +86,77 @@ describe('bad input never reaches the network', () => {
     { label: 'acquire: ttl 1.5', call: (r) => r.acquire('r', 1.5), kind: RangeError, parameter: 'ttl', says: 'got 1.5' },
     { label: "acquire: ttl '1000'", call: (r) => r.acquire('r', '1000' as never), kind: TypeError, parameter: 'ttl', says: 'got "1000"' },
     { label: 'acquire: ttl 2 ** 31', call: (r) => r.acquire('r', 2 ** 31), kind: RangeError, parameter: 'ttl', says: 'got 2147483648' },
-    { label: 'acquire: ttl 53 <= nodeTimeout + drift', call: (r) => r.acquire('r', 53), kind: RangeError, parameter: 'ttl', says: 'nodeTimeout + drift (50 + 3 ms)' },
+    {
+      label: 'acquire: ttl 53 <= nodeTimeout + drift',
+      call: (r) => r.acquire('r', 53),
+      kind: RangeError,
+      parameter: 'ttl',
+      says: 'nodeTimeout + drift (50 + 3 ms)',
+    },
     { label: 'acquire: resources []', call: (r) => r.acquire([], 1_000), kind: RangeError, parameter: 'resources', says: 'got an empty array' },
     { label: "acquire: resources ''", call: (r) => r.acquire('', 1_000), kind: TypeError, parameter: 'resources', says: 'must be a non-empty string' },
     { label: "acquire: resources ['a', 'a']", call: (r) => r.acquire(['a', 'a'], 1_000), kind: RangeError, parameter: 'resources[1]', says: 'repeats "a"' },
     { label: 'acquire: resources [1]', call: (r) => r.acquire([1] as never, 1_000), kind: TypeError, parameter: 'resources[0]', says: 'got 1' },
-    { label: 'acquire: retryCount -1', call: (r) => r.acquire('r', 1_000, { retryCount: -1 }), kind: RangeError, parameter: 'retryCount', says: 'an integer >= 0' },
-    { label: 'acquire: retryDelay -1', call: (r) => r.acquire('r', 1_000, { retryDelay: -1 }), kind: RangeError, parameter: 'retryDelay', says: 'a number >= 0' },
-    { label: 'acquire: retryJitter NaN', call: (r) => r.acquire('r', 1_000, { retryJitter: Number.NaN }), kind: TypeError, parameter: 'retryJitter', says: 'got NaN' },
-    { label: 'acquire: waitTimeout 0', call: (r) => r.acquire('r', 1_000, { waitTimeout: 0 }), kind: RangeError, parameter: 'waitTimeout', says: 'a number > 0' },
+    {
+      label: 'acquire: retryCount -1',
+      call: (r) => r.acquire('r', 1_000, { retryCount: -1 }),
+      kind: RangeError,
+      parameter: 'retryCount',
+      says: 'an integer >= 0',
+    },
+    {
+      label: 'acquire: retryDelay -1',
+      call: (r) => r.acquire('r', 1_000, { retryDelay: -1 }),
+      kind: RangeError,
+      parameter: 'retryDelay',
+      says: 'a number >= 0',
+    },
+    {
+      label: 'acquire: retryJitter NaN',
+      call: (r) => r.acquire('r', 1_000, { retryJitter: Number.NaN }),
+      kind: TypeError,
+      parameter: 'retryJitter',
+      says: 'got NaN',
+    },
+    {
+      label: 'acquire: waitTimeout 0',
+      call: (r) => r.acquire('r', 1_000, { waitTimeout: 0 }),
+      kind: RangeError,
+      parameter: 'waitTimeout',
+      says: 'a number > 0',
+    },
     { label: 'acquire: waitTimeout -1', call: (r) => r.acquire('r', 1_000, { waitTimeout: -1 }), kind: RangeError, parameter: 'waitTimeout', says: 'got -1' },
-    { label: 'acquire: signal {}', call: (r) => r.acquire('r', 1_000, { signal: {} as never }), kind: TypeError, parameter: 'signal', says: 'must be an AbortSignal' },
+    {
+      label: 'acquire: signal {}',
+      call: (r) => r.acquire('r', 1_000, { signal: {} as never }),
+      kind: TypeError,
+      parameter: 'signal',
+      says: 'must be an AbortSignal',
+    },
     { label: 'acquire: options null', call: (r) => r.acquire('r', 1_000, null as never), kind: TypeError, parameter: 'options', says: 'must be an object' },
-    { label: 'tryAcquire: options a string', call: (r) => r.tryAcquire('r', 1_000, 'oops' as never), kind: TypeError, parameter: 'options', says: 'got "oops"' },
+    {
+      label: 'tryAcquire: options a string',
+      call: (r) => r.tryAcquire('r', 1_000, 'oops' as never),
+      kind: TypeError,
+      parameter: 'options',
+      says: 'got "oops"',
+    },
     { label: 'tryAcquire: options null', call: (r) => r.tryAcquire('r', 1_000, null as never), kind: TypeError, parameter: 'options', says: 'got null' },
     { label: 'tryAcquire: ttl -1', call: (r) => r.tryAcquire('r', -1), kind: RangeError, parameter: 'ttl', says: 'got -1' },
-    { label: 'tryAcquire: resources undefined', call: (r) => r.tryAcquire(undefined as never, 1_000), kind: TypeError, parameter: 'resources', says: 'got undefined' },
-    { label: 'tryAcquire: signal an AbortController', call: (r) => r.tryAcquire('r', 1_000, { signal: new AbortController() as never }), kind: TypeError, parameter: 'signal', says: 'must be an AbortSignal' },
+    {
+      label: 'tryAcquire: resources undefined',
+      call: (r) => r.tryAcquire(undefined as never, 1_000),
+      kind: TypeError,
+      parameter: 'resources',
+      says: 'got undefined',
+    },
+    {
+      label: 'tryAcquire: signal an AbortController',
+      call: (r) => r.tryAcquire('r', 1_000, { signal: new AbortController() as never }),
+      kind: TypeError,
+      parameter: 'signal',
+      says: 'must be an AbortSignal',
+    },
   ])('$label rejects with $kind.name', async ({ call, kind, parameter, says }) => {
     const error = await rejectionOf(() => call(redlock));
     expect(error).toBeInstanceOf(kind);
@@ -114,7 +168,14 @@ describe('bad input never reaches the network', () => {
   });
 
   it('lock.extend with a bad ttl rejects without sending anything', async () => {
-    const lock = new Lock(contextOf(redlock), { id: 'forged', resources: ['r'], value: 'not-a-real-value', deadline: redlock.settings.clock.now() + 10_000, votes: [], fence: undefined });
+    const lock = new Lock(contextOf(redlock), {
+      id: 'forged',
+      resources: ['r'],
+      value: 'not-a-real-value',
+      deadline: redlock.settings.clock.now() + 10_000,
+      votes: [],
+      fence: undefined,
+    });
     for (const [ttl, kind] of [
       [0, RangeError],
       [1.5, RangeError],

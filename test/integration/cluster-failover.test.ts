@@ -147,7 +147,7 @@ afterAll(async () => {
 });
 
 describe('a cluster member whose replica takes over a slot', () => {
-  it('CLUSTER FAILOVER (manual, graceful): the promoted replica\'s slots are quarantined for maxLockTtl, the other masters\' are not', async () => {
+  it("CLUSTER FAILOVER (manual, graceful): the promoted replica's slots are quarantined for maxLockTtl, the other masters' are not", async () => {
     const [master, other] = cluster.nodes as [Master, Master];
     const [resource, untouched] = [await resourceOn(master), await resourceOn(other)];
     const replica = await cluster.replicaOf(master.port);

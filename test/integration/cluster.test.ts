@@ -54,7 +54,10 @@ describe('three clusters as members, quorum two', () => {
       // Two members, quorum two: the round must hear the evicting one, and cannot win without it.
       const redlock = new Redlock([connect(clusters[0]!), members[1]!], { retryCount: 0 });
       const error = await errorOf(redlock.acquire(fresh('evicting-node'), 2_000));
-      expect(error.attempts[0]!.votes[0]!, describeVotes(error.attempts[0]!.votes)).toMatchObject({ vote: 'quarantined', notCounting: expect.stringMatching(/maxmemory-policy allkeys-lru/) });
+      expect(error.attempts[0]!.votes[0]!, describeVotes(error.attempts[0]!.votes)).toMatchObject({
+        vote: 'quarantined',
+        notCounting: expect.stringMatching(/maxmemory-policy allkeys-lru/),
+      });
       expect(redlock.members[0]!.notCounting).toMatch(/allkeys-lru/);
     } finally {
       await node.config('SET', 'maxmemory', '0');
@@ -106,7 +109,10 @@ describe('three clusters as members, quorum two', () => {
     const redlock = new Redlock(members, { retryCount: 0 });
     for (const name of names) {
       const lock = await redlock.acquire(name, 2_000);
-      expect(lock.votes.every((vote) => vote.vote === 'locked' || vote.vote === 'pending'), name).toBe(true);
+      expect(
+        lock.votes.every((vote) => vote.vote === 'locked' || vote.vote === 'pending'),
+        name,
+      ).toBe(true);
       await lock.release();
     }
   });
@@ -159,7 +165,10 @@ describe('three clusters as members, quorum two', () => {
     const resource = fresh('fenced');
     const tokens: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const redlock = new Redlock(clusters.map((cluster) => connect(cluster)), { retryCount: 0 });
+      const redlock = new Redlock(
+        clusters.map((cluster) => connect(cluster)),
+        { retryCount: 0 },
+      );
       const lock = await redlock.acquire(resource, 2_000, { fencing: true });
       tokens.push(lock.fence!);
       await lock.release();
@@ -172,7 +181,10 @@ describe('three clusters as members, quorum two', () => {
   it('wakes a waiter by the release (cluster pub/sub), not by its retry timer', async () => {
     const resource = fresh('handoff');
     const holder = await new Redlock(members).acquire(resource, 10_000);
-    const waiterRedlock = new Redlock(clusters.map((cluster) => connect(cluster)), { retryDelay: 5_000, retryJitter: 0 });
+    const waiterRedlock = new Redlock(
+      clusters.map((cluster) => connect(cluster)),
+      { retryDelay: 5_000, retryJitter: 0 },
+    );
     const started = performance.now();
     const waiting = waiterRedlock.acquire(resource, 2_000, { waitTimeout: 20_000 });
     await sleep(300); // the waiter is refused once and joins the line
@@ -186,7 +198,7 @@ describe('three clusters as members, quorum two', () => {
 });
 
 describe('faults inside one cluster', () => {
-  it('a dead node costs its cluster the vote for that node\'s slots only; a restarted node is quarantined, its neighbours are not', async () => {
+  it("a dead node costs its cluster the vote for that node's slots only; a restarted node is quarantined, its neighbours are not", async () => {
     const redlock = new Redlock(members, { retryCount: 0, nodeTimeout: 200, maxLockTtl: 60_000 });
     // Two resources on different nodes of cluster 0.
     const shards = (await members[0]!.cluster('SLOTS')) as unknown as [number, number, [string, number]][];

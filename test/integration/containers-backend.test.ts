@@ -10,8 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Master, MasterSet } from '../harness/types.js';
 import { eventually } from './util.js';
 
-const selected = process.env.QUORUMLOCK_TEST_BACKEND === 'testcontainers';
-
 function client(master: Master): Redis {
   return new Redis({
     host: master.host,

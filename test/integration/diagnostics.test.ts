@@ -38,7 +38,9 @@ it('publishes acquire, vote, extend, release, lost and quarantine events, never 
     expect(typeof ends[0]!.fence).toBe('number');
     expect(ends[1]).toMatchObject({ acquired: false, outcome: 'taken', attempts: 2 });
     expect(named('quorumlock:vote').some((vote) => vote.operation === 'fence')).toBe(true);
-    expect(named('quorumlock:vote').every((vote) => typeof vote.member === 'string' && typeof vote.vote === 'string' && typeof vote.ms === 'number')).toBe(true);
+    expect(named('quorumlock:vote').every((vote) => typeof vote.member === 'string' && typeof vote.vote === 'string' && typeof vote.ms === 'number')).toBe(
+      true,
+    );
     expect(named('quorumlock:extend').map((event) => event.extended)).toEqual([true, false]);
     expect(named('quorumlock:extend')[1]).toMatchObject({ reason: 'lost' });
     expect(named('quorumlock:lost')).toEqual([{ lockId: lock.id, resources: [resource], reason: 'extension failed' }]);

@@ -194,7 +194,7 @@ describe('defect 7: an extension that fails for lack of answers does not end the
     }
   });
 
-  it("extend() that lacked answers leaves the lock held: the signal stays, and the next extend goes out and succeeds", async () => {
+  it('extend() that lacked answers leaves the lock held: the signal stays, and the next extend goes out and succeeds', async () => {
     const redlock = new Redlock(servers.clients.slice(0, 3), { nodeTimeout: 50 });
     const lock = await redlock.acquire(fresh('unavailable'), 10_000);
     const signal = lock.signal;
@@ -225,7 +225,7 @@ describe('defect 7: an extension that fails for lack of answers does not end the
     await lock.release();
   });
 
-  it('keys gone behind the lock\'s back: the reason says gone, not held by another owner', async () => {
+  it("keys gone behind the lock's back: the reason says gone, not held by another owner", async () => {
     const redlock = new Redlock(servers.clients);
     const resource = fresh('gone');
     const outcome = redlock.using(resource, 600, async (signal) => {

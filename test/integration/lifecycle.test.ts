@@ -45,7 +45,7 @@ describe('using()', () => {
     expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
   });
 
-  it('aborts the signal at the first extension after a majority lost the keys, and the work\'s rejection propagates', async () => {
+  it("aborts the signal at the first extension after a majority lost the keys, and the work's rejection propagates", async () => {
     const redlock = new Redlock(servers.clients);
     const resource = fresh('deleted');
     const ttl = 600;

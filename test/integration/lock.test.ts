@@ -19,7 +19,6 @@ beforeAll(async () => {
 afterEach(() => servers.resumeAll());
 afterAll(() => servers?.close());
 
-
 describe('acquire', () => {
   it('locks on every member, returns a lock whose validity never exceeds ttl - drift, and releases everywhere', async () => {
     const redlock = new Redlock(servers.clients);
@@ -140,7 +139,7 @@ describe('acquire', () => {
     // Not a speed check (noisy machines): it only proves the acquire ended instead of hanging.
     expect(elapsed).toBeLessThan(10_000);
     // The unpaused members were rolled back at once...
-    expect((await Promise.all([0, 3].map((i) => servers.clients[i]!.get(resource))))).toEqual([null, null]);
+    expect(await Promise.all([0, 3].map((i) => servers.clients[i]!.get(resource)))).toEqual([null, null]);
     // ...and the paused ones run SET then DEL for each attempt when they resume.
     await servers.resumeAll();
     expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
@@ -234,7 +233,14 @@ describe('extend and release', () => {
     const redlock = new Redlock(servers.clients);
     const resource = fresh('owner');
     const lock = await redlock.acquire(resource, 10_000);
-    const impostor = new Lock(contextOf(redlock), { id: 'impostor', resources: [resource], value: 'not-the-value', deadline: systemClock.now() + 10_000, votes: [], fence: undefined });
+    const impostor = new Lock(contextOf(redlock), {
+      id: 'impostor',
+      resources: [resource],
+      value: 'not-the-value',
+      deadline: systemClock.now() + 10_000,
+      votes: [],
+      fence: undefined,
+    });
 
     const extendError = await impostor.extend(10_000).catch((e: unknown) => e);
     expect(extendError).toBeInstanceOf(LockExtendError);

@@ -97,7 +97,8 @@ it(`${WORKERS} workers on auto-pipelining clients and ${WORKERS} on default clie
   const kinds = await Promise.all([runKind({ enableAutoPipelining: true }, until), runKind({}, until)]);
   try {
     const [auto, plain] = await Promise.all(kinds.map((kind) => leftBehind(kind.resources)));
-    const report = (label: string, kind: (typeof kinds)[number], left: number[] | undefined) => `${label}: ${kind.tally.cycles} cycles, ${kind.tally.failed} acquires failed, lock keys left per member ${JSON.stringify(left)}`;
+    const report = (label: string, kind: (typeof kinds)[number], left: number[] | undefined) =>
+      `${label}: ${kind.tally.cycles} cycles, ${kind.tally.failed} acquires failed, lock keys left per member ${JSON.stringify(left)}`;
     const message = [report('auto-pipelining', kinds[0]!, auto), report('default', kinds[1]!, plain)].join('; ');
     for (const kind of kinds) expect(kind.tally.cycles, message).toBeGreaterThan(100); // the run did exercise the path
     expect({ auto, plain }, message).toEqual({ auto: [0, 0, 0, 0, 0], plain: [0, 0, 0, 0, 0] });

@@ -31,7 +31,6 @@ function failFastClients(): Redis[] {
   });
 }
 
-
 describe('restart quarantine', () => {
   /**
    * The textbook hazard: A holds a bare majority (m0, m1, m2; m3 and m4 were down), then m2
@@ -101,7 +100,20 @@ describe('restart quarantine', () => {
     // lost its last writes (a laxer fsync policy, a disk cache), so any new server process starts
     // a new epoch, recognised by its run id, whatever its data looks like.
     const directory = await mkdtemp(join(tmpdir(), 'quorumlock-aof-'));
-    const set = await processBackend.start(3, { args: (port) => ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', directory, '--appendfilename', `aof-${port}.aof`, '--appenddirname', `aof-${port}`] });
+    const set = await processBackend.start(3, {
+      args: (port) => [
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--dir',
+        directory,
+        '--appendfilename',
+        `aof-${port}.aof`,
+        '--appenddirname',
+        `aof-${port}`,
+      ],
+    });
     const clients = set.masters.map(client);
     try {
       await trust(clients);
@@ -216,7 +228,10 @@ describe('fencing tokens', () => {
     const outcome = await redlock.acquire(resource, 1_000, { fencing: true }).catch((e: unknown) => e);
     if (!(outcome instanceof LockAcquireError)) {
       const epochs = await Promise.all(servers.clients.map((c) => c.hgetall('quorumlock:epoch')));
-      throw new Error('issued a fence although a majority lost its counters: ' + JSON.stringify({ first: first.fence, fence: (outcome as Lock).fence, votes: (outcome as Lock).votes, epochs }));
+      throw new Error(
+        'issued a fence although a majority lost its counters: ' +
+          JSON.stringify({ first: first.fence, fence: (outcome as Lock).fence, votes: (outcome as Lock).votes, epochs }),
+      );
     }
     const error = outcome;
     expect(error.outcome).toBe('unfenced');

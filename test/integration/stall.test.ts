@@ -31,7 +31,13 @@ function stall(ms: number): void {
 function pager(): Logger & { pages: string[] } {
   const pages: string[] = [];
   const silent = () => {};
-  return { pages, debug: silent, info: silent, warn: (_object, message) => pages.push(`warn: ${message}`), error: (_object, message) => pages.push(`error: ${message}`) };
+  return {
+    pages,
+    debug: silent,
+    info: silent,
+    warn: (_object, message) => pages.push(`warn: ${message}`),
+    error: (_object, message) => pages.push(`error: ${message}`),
+  };
 }
 
 /** Settles to the lock, or to the error's message. */

@@ -64,10 +64,39 @@ beforeAll(async () => {
   openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '1', '-subj', '/CN=quorumlock-test-ca');
   openssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
   writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
-  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '1', '-extfile', 'ext.cnf');
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '1',
+    '-extfile',
+    'ext.cnf',
+  );
   tls = { ca: readFileSync(join(dir, 'ca.crt')), rejectUnauthorized: true };
   set = await processBackend.start(3, {
-    args: (port) => ['--port', '0', '--tls-port', String(port), '--tls-cert-file', join(dir, 'server.crt'), '--tls-key-file', join(dir, 'server.key'), '--tls-ca-cert-file', join(dir, 'ca.crt'), '--tls-auth-clients', 'no'],
+    args: (port) => [
+      '--port',
+      '0',
+      '--tls-port',
+      String(port),
+      '--tls-cert-file',
+      join(dir, 'server.crt'),
+      '--tls-key-file',
+      join(dir, 'server.key'),
+      '--tls-ca-cert-file',
+      join(dir, 'ca.crt'),
+      '--tls-auth-clients',
+      'no',
+    ],
   });
   // The admin sets up the locker user, and declares the brand-new masters trusted.
   const admins = set.masters.map((master) => new Redis({ host: master.host, port: master.port, tls }));
@@ -118,7 +147,14 @@ it('locks, waits in line, fences and releases over TLS as an ACL user with only 
 
 it('refuses a client that does not trust the server certificate', async () => {
   const master = set.masters[0]!;
-  const untrusting = new Redis({ host: master.host, port: master.port, tls: { rejectUnauthorized: true }, maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  const untrusting = new Redis({
+    host: master.host,
+    port: master.port,
+    tls: { rejectUnauthorized: true },
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    lazyConnect: true,
+  });
   const errors: Error[] = [];
   untrusting.on('error', (error: Error) => errors.push(error));
   await expect(untrusting.connect()).rejects.toThrow(); // ioredis reports it as a closed connection

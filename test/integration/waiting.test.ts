@@ -91,7 +91,7 @@ describe('waiting in line', () => {
     await Promise.all(waiters);
   });
 
-  it('falls back to the holder\'s expiry when a lock is not released', async () => {
+  it("falls back to the holder's expiry when a lock is not released", async () => {
     const resource = fresh('expired-holder');
     await client().acquire(resource, 400); // never released
     const lock = await client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });

@@ -59,7 +59,7 @@ const resourceIndex = fc.constantFrom(0, 0, 1);
  * `after`-th lock is handed out (so that faults land between the steps of the protocol, not only
  * at random times).
  */
-export type Fault = { after: number; at: number } & (
+export type Fault = { after: number; at: number } &
   /**
    * Kill member `member` (its connections close with commands in flight, which ioredis re-sends
    * to the next process) and start a new process `downMs` later, its data wiped or kept. Skipped
@@ -68,24 +68,25 @@ export type Fault = { after: number; at: number } & (
    * `inFlight.direction` (its commands wait on the wire, or their replies do), so that whatever
    * that client sent in that window is unanswered when the member dies.
    */
-  | { kind: 'restart'; member: number; downMs: number; keepData: boolean; inFlight?: { client: number; direction: Direction; from: number } }
-  /**
-   * Hold one direction of client `client`'s link to `member` for `ms` (a delayed link, not a cut
-   * one). Client -1: the client that got the lock whose handout armed the fault (its holder).
-   */
-  | { kind: 'hold'; client: number; member: number; direction: Direction; ms: number }
-  /** SIGSTOP member `member` for `ms`. */
-  | { kind: 'pause'; member: number; ms: number }
-  /** Reset client `client`'s connection to `member` (it reconnects to the same process and re-sends). */
-  | { kind: 'reset'; client: number; member: number }
-  /**
-   * A failover and a failback, without a restart: the member's replica copies its data now, the
-   * member is demoted `lagMs` later (writes made in between never reached the replica), and
-   * `downMs` after that it full-resyncs from the promoted replica and is promoted back: the
-   * replica's data, a new master_replid, the same run_id (issue 10, defect 2).
-   */
-  | { kind: 'failback'; member: number; lagMs: number; downMs: number }
-);
+  (
+    | { kind: 'restart'; member: number; downMs: number; keepData: boolean; inFlight?: { client: number; direction: Direction; from: number } }
+    /**
+     * Hold one direction of client `client`'s link to `member` for `ms` (a delayed link, not a cut
+     * one). Client -1: the client that got the lock whose handout armed the fault (its holder).
+     */
+    | { kind: 'hold'; client: number; member: number; direction: Direction; ms: number }
+    /** SIGSTOP member `member` for `ms`. */
+    | { kind: 'pause'; member: number; ms: number }
+    /** Reset client `client`'s connection to `member` (it reconnects to the same process and re-sends). */
+    | { kind: 'reset'; client: number; member: number }
+    /**
+     * A failover and a failback, without a restart: the member's replica copies its data now, the
+     * member is demoted `lagMs` later (writes made in between never reached the replica), and
+     * `downMs` after that it full-resyncs from the promoted replica and is promoted back: the
+     * replica's data, a new master_replid, the same run_id (issue 10, defect 2).
+     */
+    | { kind: 'failback'; member: number; lagMs: number; downMs: number }
+  );
 
 export interface Plan {
   members: number;
@@ -128,7 +129,9 @@ const direction = fc.constantFrom<Direction>('request', 'reply');
 const ttl = fc.constantFrom(200, 400, 1_000);
 /** Base latency of a link, each way: mostly fast, some slow (a round trip beyond nodeTimeout only with the per-message delays). */
 const linkLatency = fc.oneof({ weight: 2, arbitrary: fc.integer({ min: 0, max: 3 }) }, { weight: 1, arbitrary: fc.integer({ min: 5, max: 20 }) });
-const messageDelays = fc.array(fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 0, max: 4 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 120 }) }), { maxLength: 300 });
+const messageDelays = fc.array(fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 0, max: 4 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 120 }) }), {
+  maxLength: 300,
+});
 
 /** When a fault is armed: at a time in the run, or shortly after the k-th handout. */
 const trigger = fc.oneof(
@@ -149,14 +152,31 @@ function faultArbitrary(members: number, clients: number): fc.Arbitrary<Fault> {
     },
     { requiredKeys: ['kind', 'member', 'downMs', 'keepData'] },
   );
-  const hold = fc.record({ kind: fc.constant('hold' as const), client: fc.oneof(client, fc.constant(-1)), member, direction, ms: fc.integer({ min: 1, max: 600 }) });
+  const hold = fc.record({
+    kind: fc.constant('hold' as const),
+    client: fc.oneof(client, fc.constant(-1)),
+    member,
+    direction,
+    ms: fc.integer({ min: 1, max: 600 }),
+  });
   const pause = fc.record({ kind: fc.constant('pause' as const), member, ms: fc.integer({ min: 1, max: 500 }) });
   const reset = fc.record({ kind: fc.constant('reset' as const), client: fc.oneof(client, fc.constant(-1)), member });
-  const failback = fc.record({ kind: fc.constant('failback' as const), member, lagMs: fc.integer({ min: 0, max: 300 }), downMs: fc.integer({ min: 1, max: 400 }) });
+  const failback = fc.record({
+    kind: fc.constant('failback' as const),
+    member,
+    lagMs: fc.integer({ min: 0, max: 300 }),
+    downMs: fc.integer({ min: 1, max: 400 }),
+  });
   return fc
     .tuple(
       trigger,
-      fc.oneof({ weight: 4, arbitrary: restart }, { weight: 4, arbitrary: hold }, { weight: 1, arbitrary: pause }, { weight: 1, arbitrary: reset }, { weight: 2, arbitrary: failback }),
+      fc.oneof(
+        { weight: 4, arbitrary: restart },
+        { weight: 4, arbitrary: hold },
+        { weight: 1, arbitrary: pause },
+        { weight: 1, arbitrary: reset },
+        { weight: 2, arbitrary: failback },
+      ),
     )
     .map(([when, what]) => ({ ...when, ...what }) as Fault);
 }
@@ -198,7 +218,8 @@ export function planArbitrary(options: { members?: number[] } = {}): fc.Arbitrar
 export function restartInFlightArbitrary(options: { members?: number[] } = {}): fc.Arbitrary<Plan> {
   const memberCounts = options.members ?? [3, 3, 5];
   return fc.constantFrom(...memberCounts).chain((members) => {
-    const cycleOf = (think: [number, number]) => fc.record({ thinkMs: fc.integer({ min: think[0], max: think[1] }), ttl, holdMs: fc.integer({ min: 0, max: 80 }), resource: resourceIndex });
+    const cycleOf = (think: [number, number]) =>
+      fc.record({ thinkMs: fc.integer({ min: think[0], max: think[1] }), ttl, holdMs: fc.integer({ min: 0, max: 80 }), resource: resourceIndex });
     // Client 0 locks first, with its link to the doomed member held; the others contend after
     // it; everyone may lock again once the restarted member's quarantine is over.
     const withLate = (early: fc.Arbitrary<Cycle[]>) => early;
@@ -256,7 +277,8 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
   const clock = new ManualClock(0);
   let sent = 0;
   // Each message: 0.1 ms, plus its link's latency (plan clients' links; probes' are fast), plus its own delay.
-  const linkOf = (client: string, port: number) => (/^c\d/.test(client) ? (plan.links?.[Number(/^c(\d+)/.exec(client)![1]) * plan.members + (port - 7001)] ?? 0) : 0);
+  const linkOf = (client: string, port: number) =>
+    /^c\d/.test(client) ? (plan.links?.[Number(/^c(\d+)/.exec(client)![1]) * plan.members + (port - 7001)] ?? 0) : 0;
   const network = new Network(clock, (client, port) => 0.1 + linkOf(client, port) + (plan.delays?.[sent++] ?? 0));
   if (options.trace) network.trace = [];
   const servers = Array.from({ length: plan.members }, (_, index) => new FakeRedisServer({ clock, port: 7001 + index }));
@@ -332,7 +354,9 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
           later(fault.downMs, () => server.start({ keepData: fault.keepData }));
         });
       } else if (fault.kind === 'hold') {
-        later(fault.at, () => network.hold(client, server.port, fault.direction, Math.max(network.heldUntil(client, server.port, fault.direction), clock.now() + fault.ms)));
+        later(fault.at, () =>
+          network.hold(client, server.port, fault.direction, Math.max(network.heldUntil(client, server.port, fault.direction), clock.now() + fault.ms)),
+        );
       } else if (fault.kind === 'failback') {
         later(fault.at, () => {
           if (!server.up || server.role !== 'master') return;
@@ -390,10 +414,14 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
           for (const earlier of handouts) {
             if (earlier.resource !== handout.resource) continue;
             if (earlier.token !== undefined && handout.token !== undefined && handout.token <= earlier.token) {
-              violations.push(`fence token ${handout.token} for ${handout.resource} handed to client ${c} at ${at.toFixed(1)} ms, after token ${earlier.token} (client ${earlier.client}, at ${earlier.at.toFixed(1)} ms)`);
+              violations.push(
+                `fence token ${handout.token} for ${handout.resource} handed to client ${c} at ${at.toFixed(1)} ms, after token ${earlier.token} (client ${earlier.client}, at ${earlier.at.toFixed(1)} ms)`,
+              );
             }
             if (earlier.lock && !earlier.lock.released && earlier.lock.remainingMs() > 0) {
-              violations.push(`client ${c} got the lock at ${at.toFixed(1)} ms while client ${earlier.client} held it (${earlier.lock.remainingMs().toFixed(1)} ms left)`);
+              violations.push(
+                `client ${c} got the lock at ${at.toFixed(1)} ms while client ${earlier.client} held it (${earlier.lock.remainingMs().toFixed(1)} ms left)`,
+              );
             }
           }
           handouts.push(handout);
@@ -423,44 +451,49 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
       let probe = 0;
       const used = RESOURCES.filter((resource) => handouts.some((handout) => handout.resource === resource));
       for (const resource of used.length > 0 ? used : ['r'])
-      for (const quorum of subsets(plan.members, Math.floor(plan.members / 2) + 1)) {
-        // The run's own handouts: probes start from the same state each, so they are not compared with each other.
-        const highest = Math.max(0, ...handouts.filter((handout) => handout.resource === resource && handout.client >= 0).map((handout) => handout.token ?? 0));
-        if (servers.some((server) => !server.up)) break;
-        servers.forEach((server, index) => server.restore(snapshots[index]!));
-        const name = `p${++probe}`;
-        const clients = servers.map((server) => new FakeRedis(server, network, { name, connected: true }));
-        servers.forEach((server, index) => {
-          if (!quorum.includes(index)) network.hold(name, server.port, 'request', Infinity);
-        });
-        const redlock = new Redlock(clients as never, { clock, maxLockTtl: SETTINGS.maxLockTtl, nodeTimeout: SETTINGS.nodeTimeout });
-        // Let the new connections read what they read at connect.
-        await passTime(5);
-        let lock: Lock | undefined;
-        let settled = false;
-        redlock.acquire(resource, 400, { fencing: true, retryCount: 0 }).then(
-          (won) => {
-            lock = won;
-            settled = true;
-          },
-          () => {
-            settled = true;
-          },
-        );
-        await drive(() => settled, clock.now() + 1_000);
-        const members = quorum.map((index) => servers[index]!.port).join(',');
-        if (lock?.fence !== undefined && lock.fence <= highest) {
-          violations.push(`fence token ${lock.fence} for ${resource} handed to a client answered first by members ${members} at ${clock.now().toFixed(1)} ms, after token ${highest}`);
+        for (const quorum of subsets(plan.members, Math.floor(plan.members / 2) + 1)) {
+          // The run's own handouts: probes start from the same state each, so they are not compared with each other.
+          const highest = Math.max(
+            0,
+            ...handouts.filter((handout) => handout.resource === resource && handout.client >= 0).map((handout) => handout.token ?? 0),
+          );
+          if (servers.some((server) => !server.up)) break;
+          servers.forEach((server, index) => server.restore(snapshots[index]!));
+          const name = `p${++probe}`;
+          const clients = servers.map((server) => new FakeRedis(server, network, { name, connected: true }));
+          servers.forEach((server, index) => {
+            if (!quorum.includes(index)) network.hold(name, server.port, 'request', Infinity);
+          });
+          const redlock = new Redlock(clients as never, { clock, maxLockTtl: SETTINGS.maxLockTtl, nodeTimeout: SETTINGS.nodeTimeout });
+          // Let the new connections read what they read at connect.
+          await passTime(5);
+          let lock: Lock | undefined;
+          let settled = false;
+          redlock.acquire(resource, 400, { fencing: true, retryCount: 0 }).then(
+            (won) => {
+              lock = won;
+              settled = true;
+            },
+            () => {
+              settled = true;
+            },
+          );
+          await drive(() => settled, clock.now() + 1_000);
+          const members = quorum.map((index) => servers[index]!.port).join(',');
+          if (lock?.fence !== undefined && lock.fence <= highest) {
+            violations.push(
+              `fence token ${lock.fence} for ${resource} handed to a client answered first by members ${members} at ${clock.now().toFixed(1)} ms, after token ${highest}`,
+            );
+          }
+          if (lock) handouts.push({ client: -probe, resource, token: lock.fence, at: clock.now(), end: clock.now() });
+          if (lock) {
+            let released = false;
+            void lock.release().finally(() => (released = true));
+            await drive(() => released, clock.now() + 1_000);
+          }
+          void redlock.quit();
+          for (const client of clients) client.disconnect();
         }
-        if (lock) handouts.push({ client: -probe, resource, token: lock.fence, at: clock.now(), end: clock.now() });
-        if (lock) {
-          let released = false;
-          void lock.release().finally(() => (released = true));
-          await drive(() => released, clock.now() + 1_000);
-        }
-        void redlock.quit();
-        for (const client of clients) client.disconnect();
-      }
     }
     for (const server of servers) for (const problem of server.problems) violations.push(`fake-redis ${server.port}: ${problem}`);
     return {
@@ -484,12 +517,18 @@ export function describeTrace(outcome: Outcome, all = false): string {
   for (const event of outcome.trace ?? []) {
     if (!all && (/^(INFO|ROLE|SUBSCRIBE|UNSUBSCRIBE|quorumlockLeave)$/.test(event.command ?? '') || event.what === 'ready' || event.what === 'close')) continue;
     const who = `${event.at.toFixed(1).padStart(8)} ms  ${event.client.padEnd(5)} ${event.port}#${event.incarnation}`;
-    const reply = typeof event.reply === 'string' && event.reply.startsWith('# ') ? `(INFO, run_id ${/run_id:(\w{8})/.exec(event.reply)?.[1]}…)` : JSON.stringify(event.reply);
+    const reply =
+      typeof event.reply === 'string' && event.reply.startsWith('# ')
+        ? `(INFO, run_id ${/run_id:(\w{8})/.exec(event.reply)?.[1]}…)`
+        : JSON.stringify(event.reply);
     if (event.what === 'run') lines.push(`${who}  ${event.command} ${summarize(event.command, event.args)} -> ${reply}`);
     else if (event.what === 'resend') lines.push(`${who}  RE-SENT ${event.command} ${summarize(event.command, event.args)}`);
     else lines.push(`${who}  ${event.what}`);
   }
-  for (const handout of outcome.handouts) lines.push(`handout: ${handout.client >= 0 ? `client ${handout.client}` : `probe ${-handout.client}`} token ${handout.token} at ${handout.at.toFixed(1)} ms`);
+  for (const handout of outcome.handouts)
+    lines.push(
+      `handout: ${handout.client >= 0 ? `client ${handout.client}` : `probe ${-handout.client}`} token ${handout.token} at ${handout.at.toFixed(1)} ms`,
+    );
   return lines.join('\n');
 }
 

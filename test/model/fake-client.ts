@@ -384,7 +384,8 @@ export class FakeRedis extends EventEmitter {
 
   #send(command: Command): void {
     // ioredis: a connection that subscribed (RESP2) takes only subscriber commands.
-    if (this.#channels.size > 0 && !command.handshake && !SUBSCRIBER_COMMANDS.has(command.name)) return command.reject(new Error('Connection in subscriber mode, only subscriber commands may be used'));
+    if (this.#channels.size > 0 && !command.handshake && !SUBSCRIBER_COMMANDS.has(command.name))
+      return command.reject(new Error('Connection in subscriber mode, only subscriber commands may be used'));
     const socket = this.#socket;
     const writable = socket !== undefined && socket.open && (this.status === 'ready' || (this.status === 'connect' && command.handshake === true));
     if (writable) return this.#write(socket, command);
@@ -406,11 +407,27 @@ export class FakeRedis extends EventEmitter {
       words = [command.name, ...command.args];
     }
     this.#commandQueue.push(command);
-    if (resent) this.network.record({ client: this.name, port: this.server.port, incarnation: socket.incarnation, what: 'resend', command: command.name, args: command.args });
+    if (resent)
+      this.network.record({
+        client: this.name,
+        port: this.server.port,
+        incarnation: socket.incarnation,
+        what: 'resend',
+        command: command.name,
+        args: command.args,
+      });
     socket.requests.send(() =>
       this.server.receive(socket, words, (reply) => {
         const incarnation = this.server.incarnation;
-        this.network.record({ client: this.name, port: this.server.port, incarnation, what: 'run', command: command.name, args: command.args, reply: reply instanceof ErrorReply ? `error: ${reply.message}` : reply });
+        this.network.record({
+          client: this.name,
+          port: this.server.port,
+          incarnation,
+          what: 'run',
+          command: command.name,
+          args: command.args,
+          reply: reply instanceof ErrorReply ? `error: ${reply.message}` : reply,
+        });
         socket.replies.send(() => this.#answered(socket, command, reply));
       }),
     );
@@ -464,7 +481,10 @@ export class FakeRedis extends EventEmitter {
     this.#scheduleConnect(delay);
     const max = this.options.maxRetriesPerRequest;
     if (typeof max === 'number' && max >= 0 && this.#retryAttempts % (max + 1) === 0) {
-      const error = Object.assign(new Error(`Reached the max retries per request limit (which is ${max}). Refer to "maxRetriesPerRequest" option for details.`), { name: 'MaxRetriesPerRequestError' });
+      const error = Object.assign(
+        new Error(`Reached the max retries per request limit (which is ${max}). Refer to "maxRetriesPerRequest" option for details.`),
+        { name: 'MaxRetriesPerRequestError' },
+      );
       for (const command of this.#offlineQueue.splice(0)) command.reject(error);
     }
   }
@@ -472,7 +492,8 @@ export class FakeRedis extends EventEmitter {
   #end(): void {
     this.status = 'end';
     const error = new Error(CONNECTION_CLOSED);
-    for (const command of [...this.#offlineQueue.splice(0), ...this.#commandQueue.splice(0), ...(this.#prevCommandQueue?.splice(0) ?? [])]) command.reject(error);
+    for (const command of [...this.#offlineQueue.splice(0), ...this.#commandQueue.splice(0), ...(this.#prevCommandQueue?.splice(0) ?? [])])
+      command.reject(error);
     process.nextTick(() => this.emit('end'));
   }
 

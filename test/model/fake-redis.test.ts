@@ -28,7 +28,8 @@ function world() {
   return { clock, network, server, run };
 }
 
-const evalLua = (server: FakeRedisServer, lua: string, keys: string[] = [], args: string[] = []) => server.execute(['EVAL', lua, String(keys.length), ...keys, ...args]);
+const evalLua = (server: FakeRedisServer, lua: string, keys: string[] = [], args: string[] = []) =>
+  server.execute(['EVAL', lua, String(keys.length), ...keys, ...args]);
 
 describe('fake Redis: the real Lua, as Redis runs it', () => {
   it('converts Lua values to replies as Redis does', () => {
@@ -48,7 +49,9 @@ describe('fake Redis: the real Lua, as Redis runs it', () => {
     expect(evalLua(server, "return redis.call('GET', 'missing') == false")).toBe(1);
     expect(evalLua(server, "return redis.call('SET', 'k', 'v').ok")).toBe('OK');
     expect(evalLua(server, "return type(redis.call('EXISTS', 'k'))")).toBe('number');
-    expect(evalLua(server, "redis.call('HSET', 'h', 'f', 'v'); return redis.call('GET', 'h')")).toMatchObject({ message: expect.stringContaining('WRONGTYPE') });
+    expect(evalLua(server, "redis.call('HSET', 'h', 'f', 'v'); return redis.call('GET', 'h')")).toMatchObject({
+      message: expect.stringContaining('WRONGTYPE'),
+    });
     expect(evalLua(server, "return redis.pcall('GET', 'h').err")).toMatch(/^WRONGTYPE/);
     expect(evalLua(server, "return redis.call('GET', {})")).toMatchObject({ message: expect.stringContaining('must be strings or integers') });
   });
@@ -56,10 +59,13 @@ describe('fake Redis: the real Lua, as Redis runs it', () => {
   it('computes like Lua 5.1 (one number type): ms timestamps neither wrap at 32 bits nor print as floats', () => {
     const { clock, server } = world();
     clock.advance(1234.5678);
-    const lua = "local t = redis.call('TIME'); local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); return {tostring(ms), t[1] .. string.format('%06d', tonumber(t[2])), ms}";
+    const lua =
+      "local t = redis.call('TIME'); local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); return {tostring(ms), t[1] .. string.format('%06d', tonumber(t[2])), ms}";
     expect(evalLua(server, lua)).toEqual(['1700000001234', '1700000001234567', 1_700_000_001_234]);
     // Numbers passed to redis.call are formatted as Redis does (integers in full).
-    expect(evalLua(server, "redis.call('SET', 'n', 1700000001234 + 1); redis.call('SET', 'f', 0.5); return {redis.call('GET', 'n'), redis.call('GET', 'f')}")).toEqual(['1700000001235', '0.5']);
+    expect(
+      evalLua(server, "redis.call('SET', 'n', 1700000001234 + 1); redis.call('SET', 'f', 0.5); return {redis.call('GET', 'n'), redis.call('GET', 'f')}"),
+    ).toEqual(['1700000001235', '0.5']);
     expect(evalLua(server, 'return unpack({1, 2})')).toBe(1);
   });
 
@@ -111,7 +117,11 @@ describe('fake Redis: the real Lua, as Redis runs it', () => {
     const { server } = world();
     const info = () => {
       const text = String(server.execute(['INFO', 'server', 'replication']));
-      return { runId: /\nrun_id:([0-9a-f]{40})\r\n/.exec(text)?.[1], replid: /\nmaster_replid:([0-9a-f]{40})\r\n/.exec(text)?.[1], role: /\nrole:(\w+)\r\n/.exec(text)?.[1] };
+      return {
+        runId: /\nrun_id:([0-9a-f]{40})\r\n/.exec(text)?.[1],
+        replid: /\nmaster_replid:([0-9a-f]{40})\r\n/.exec(text)?.[1],
+        role: /\nrole:(\w+)\r\n/.exec(text)?.[1],
+      };
     };
     const first = info();
     expect(first.runId).toMatch(/^[0-9a-f]{40}$/);
@@ -155,7 +165,9 @@ describe('fake client: ioredis connection semantics', () => {
     network.hold('c', 7001, 'reply', -Infinity);
     const offline = client.call('SET', 'b', '2');
     let ready: Promise<unknown> | undefined;
-    client.on('ready', () => (ready = client.call('GET', 'a')));
+    client.on('ready', () => {
+      ready = client.call('GET', 'a');
+    });
     clock.setTimer(() => server.start({ keepData: false }), 120);
     await run(400);
     expect(await first).toBe('OK');

@@ -643,7 +643,11 @@ export class FakeRedisServer {
         'executable:/usr/bin/redis-server',
         'config_file:',
       ],
-      clients: [`connected_clients:${process.sockets.size}`, 'blocked_clients:0', `pubsub_clients:${new Set([...process.channels.values()].flatMap((set) => [...set])).size}`],
+      clients: [
+        `connected_clients:${process.sockets.size}`,
+        'blocked_clients:0',
+        `pubsub_clients:${new Set([...process.channels.values()].flatMap((set) => [...set])).size}`,
+      ],
       memory: [
         'used_memory:1000000',
         'used_memory_human:976.56K',
@@ -681,7 +685,17 @@ export class FakeRedisServer {
       cluster: ['cluster_enabled:0'],
       keyspace: process.data.size > 0 ? [`db0:keys=${process.data.size},expires=${expires},avg_ttl=0`] : [],
     };
-    const titles: Record<string, string> = { server: 'Server', clients: 'Clients', memory: 'Memory', persistence: 'Persistence', stats: 'Stats', replication: 'Replication', cpu: 'CPU', cluster: 'Cluster', keyspace: 'Keyspace' };
+    const titles: Record<string, string> = {
+      server: 'Server',
+      clients: 'Clients',
+      memory: 'Memory',
+      persistence: 'Persistence',
+      stats: 'Stats',
+      replication: 'Replication',
+      cpu: 'CPU',
+      cluster: 'Cluster',
+      keyspace: 'Keyspace',
+    };
     const wanted = new Set<string>();
     for (const section of sections.length === 0 ? ['default'] : sections.map((s) => s.toLowerCase())) {
       if (section === 'default' || section === 'all' || section === 'everything') Object.keys(all).forEach((name) => wanted.add(name));

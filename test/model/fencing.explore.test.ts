@@ -42,13 +42,21 @@ async function explore(arbitrary: fc.Arbitrary<Plan>, numRuns: number): Promise<
 }
 
 describe('exploration of interleavings (issue 10)', () => {
-  it('a member restarted with a client\'s commands in flight (re-sent into the new process) never makes a fence token repeat or go back (defect 1)', { timeout: 180_000 }, async () => {
-    await explore(restartInFlightArbitrary(), runs || 100);
-  });
+  it(
+    "a member restarted with a client's commands in flight (re-sent into the new process) never makes a fence token repeat or go back (defect 1)",
+    { timeout: 180_000 },
+    async () => {
+      await explore(restartInFlightArbitrary(), runs || 100);
+    },
+  );
 
-  it('any plan of contention, held links, pauses, resets, restarts and failbacks: tokens only increase, one holder at a time', { timeout: 180_000 }, async () => {
-    await explore(planArbitrary(), runs || 40);
-  });
+  it(
+    'any plan of contention, held links, pauses, resets, restarts and failbacks: tokens only increase, one holder at a time',
+    { timeout: 180_000 },
+    async () => {
+      await explore(planArbitrary(), runs || 40);
+    },
+  );
 
   it("defect 1 by hand: A's acquire, sync and release re-sent into a restarted member, then a quorum of it and a member that missed B's token", async () => {
     // Members 7001 (M), 7002 (X), 7003 (Y); clients A (0), B (1), C (2).

@@ -202,7 +202,12 @@ export class LuaVM {
       lua.lua_pushboolean(state, true);
       return 1;
     });
-    for (const [name, level] of [['LOG_DEBUG', 0], ['LOG_VERBOSE', 1], ['LOG_NOTICE', 2], ['LOG_WARNING', 3]] as const) {
+    for (const [name, level] of [
+      ['LOG_DEBUG', 0],
+      ['LOG_VERBOSE', 1],
+      ['LOG_NOTICE', 2],
+      ['LOG_WARNING', 3],
+    ] as const) {
       lua.lua_pushnumber(L, level);
       lua.lua_setfield(L, -2, to_luastring(name));
     }

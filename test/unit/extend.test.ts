@@ -93,7 +93,9 @@ describe('extendOn: the decision', () => {
   it('"not ours" answers lose the lock only when they put a quorum out of reach; gone and taken are told apart', async () => {
     const decide = async (statuses: (Status | 'silent')[]) => {
       const clock = new ManualClock(0);
-      const members = statuses.map((status, i) => fakeMember(clock, `m${i}`, status === 'silent' ? 'extended' : status, status === 'silent' ? Infinity : 1 + i));
+      const members = statuses.map((status, i) =>
+        fakeMember(clock, `m${i}`, status === 'silent' ? 'extended' : status, status === 'silent' ? Infinity : 1 + i),
+      );
       const pending = extendOn(members, settings(clock), ['r'], 'v', 10_000, 5_000);
       await step(clock, 600);
       const result = await pending;

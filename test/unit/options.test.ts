@@ -10,14 +10,7 @@ import { ManualClock } from '../../src/clock/index.js';
 import { memberId } from '../../src/members/id.js';
 import { retryDelayMs } from '../../src/quorum/acquire-loop.js';
 import type { ArgumentError } from '../../src/errors.js';
-import {
-  checkAcquireOptions,
-  checkMembers,
-  checkResources,
-  checkSettings,
-  checkTtl,
-  minTtl,
-} from '../../src/options/check.js';
+import { checkAcquireOptions, checkMembers, checkResources, checkSettings, checkTtl, minTtl } from '../../src/options/check.js';
 import { defaults, MAX_TTL_MS, type RedlockOptions, type Settings } from '../../src/options/settings.js';
 
 const lazy: Redis[] = [];
@@ -100,10 +93,28 @@ describe('constructor settings (checkSettings)', () => {
       parameter: 'logger',
       says: ['must have debug, info, warn and error methods'],
     },
-    { label: 'logger: console.log', run: settingsWith({ logger: silent }), kind: TypeError, parameter: 'logger', says: ['must have debug, info, warn and error methods'] },
+    {
+      label: 'logger: console.log',
+      run: settingsWith({ logger: silent }),
+      kind: TypeError,
+      parameter: 'logger',
+      says: ['must have debug, info, warn and error methods'],
+    },
     { label: 'logger: null', run: settingsWith({ logger: null }), kind: TypeError, parameter: 'logger', says: ['got null'] },
-    { label: 'clock: no sleep', run: settingsWith({ clock: { now: () => 0 } }), kind: TypeError, parameter: 'clock', says: ['must have now(), sleep(ms, signal), epochMs(), setTimer(callback, ms) and clearTimer(handle) methods'] },
-    { label: 'clock: no now', run: settingsWith({ clock: { sleep: async () => {} } }), kind: TypeError, parameter: 'clock', says: ['must have now(), sleep(ms, signal), epochMs(), setTimer(callback, ms) and clearTimer(handle) methods'] },
+    {
+      label: 'clock: no sleep',
+      run: settingsWith({ clock: { now: () => 0 } }),
+      kind: TypeError,
+      parameter: 'clock',
+      says: ['must have now(), sleep(ms, signal), epochMs(), setTimer(callback, ms) and clearTimer(handle) methods'],
+    },
+    {
+      label: 'clock: no now',
+      run: settingsWith({ clock: { sleep: async () => {} } }),
+      kind: TypeError,
+      parameter: 'clock',
+      says: ['must have now(), sleep(ms, signal), epochMs(), setTimer(callback, ms) and clearTimer(handle) methods'],
+    },
     { label: 'clock: a number', run: settingsWith({ clock: 0 }), kind: TypeError, parameter: 'clock', says: ['got 0'] },
   ])('$label', (row) => {
     expectRejected(row);
@@ -114,7 +125,11 @@ describe('constructor settings (checkSettings)', () => {
     { label: 'driftFactor 0', options: { driftFactor: 0 }, check: (s: Settings) => expect(s.driftFactor).toBe(0) },
     { label: 'driftFactor 0.49', options: { driftFactor: 0.49 }, check: (s: Settings) => expect(s.driftFactor).toBe(0.49) },
     { label: 'retryCount Infinity', options: { retryCount: Infinity }, check: (s: Settings) => expect(s.retryCount).toBe(Infinity) },
-    { label: 'retryCount 0, retryDelay 0, retryJitter 0', options: { retryCount: 0, retryDelay: 0, retryJitter: 0 }, check: (s: Settings) => expect([s.retryCount, s.retryDelay, s.retryJitter]).toEqual([0, 0, 0]) },
+    {
+      label: 'retryCount 0, retryDelay 0, retryJitter 0',
+      options: { retryCount: 0, retryDelay: 0, retryJitter: 0 },
+      check: (s: Settings) => expect([s.retryCount, s.retryDelay, s.retryJitter]).toEqual([0, 0, 0]),
+    },
     { label: 'nodeTimeout 0.5', options: { nodeTimeout: 0.5 }, check: (s: Settings) => expect(s.nodeTimeout).toBe(0.5) },
     { label: 'a ManualClock', options: { clock: new ManualClock(7) }, check: (s: Settings) => expect(s.clock.now()).toBe(7) },
     {
@@ -139,9 +154,27 @@ describe('members (checkMembers)', () => {
     { label: 'not an array: one client', run: () => checkMembers(a), kind: TypeError, parameter: 'members', says: [clients] },
     { label: 'not an array: undefined', run: () => checkMembers(undefined), kind: TypeError, parameter: 'members', says: [clients, 'got undefined'] },
     { label: 'an empty array', run: () => checkMembers([]), kind: RangeError, parameter: 'members', says: [clients, 'got an empty array'] },
-    { label: 'a non-client object', run: () => checkMembers([{ host: '127.0.0.1', port: 6379 }]), kind: TypeError, parameter: 'members[0]', says: ['must be an ioredis client'] },
-    { label: 'a string among clients', run: () => checkMembers([a, 'redis://127.0.0.1:7009']), kind: TypeError, parameter: 'members[1]', says: ['must be an ioredis client', 'got "redis://127.0.0.1:7009"'] },
-    { label: 'null among clients', run: () => checkMembers([a, b, null]), kind: TypeError, parameter: 'members[2]', says: ['must be an ioredis client', 'got null'] },
+    {
+      label: 'a non-client object',
+      run: () => checkMembers([{ host: '127.0.0.1', port: 6379 }]),
+      kind: TypeError,
+      parameter: 'members[0]',
+      says: ['must be an ioredis client'],
+    },
+    {
+      label: 'a string among clients',
+      run: () => checkMembers([a, 'redis://127.0.0.1:7009']),
+      kind: TypeError,
+      parameter: 'members[1]',
+      says: ['must be an ioredis client', 'got "redis://127.0.0.1:7009"'],
+    },
+    {
+      label: 'null among clients',
+      run: () => checkMembers([a, b, null]),
+      kind: TypeError,
+      parameter: 'members[2]',
+      says: ['must be an ioredis client', 'got null'],
+    },
     {
       label: 'the same client twice',
       run: () => checkMembers([a, b, a]),
@@ -171,7 +204,10 @@ describe('members (checkMembers)', () => {
     for (const client of [a, sameAsA]) expect([client.options.host, client.options.port, client.options.db]).toEqual(['127.0.0.1', 7001, 0]);
     const defaulted = lazyClient();
     const explicit = lazyClient({ host: 'localhost', port: 6379, db: 0 });
-    expect(thrownBy(() => checkMembers([defaulted, explicit]))).toMatchObject({ parameter: 'members[1]', message: expect.stringContaining('localhost:6379/0') });
+    expect(thrownBy(() => checkMembers([defaulted, explicit]))).toMatchObject({
+      parameter: 'members[1]',
+      message: expect.stringContaining('localhost:6379/0'),
+    });
   });
 
   it('accepts different dbs on the same host:port, and different ports', () => {
@@ -191,8 +227,20 @@ describe('resources (checkResources)', () => {
     { label: 'a number', run: () => checkResources(42), kind: TypeError, parameter: 'resources', says: [nonEmpty, 'got 42'] },
     { label: "['']", run: () => checkResources(['']), kind: TypeError, parameter: 'resources[0]', says: ['must be a non-empty string', 'got ""'] },
     { label: '[1]', run: () => checkResources([1]), kind: TypeError, parameter: 'resources[0]', says: ['must be a non-empty string', 'got 1'] },
-    { label: "['a', null]", run: () => checkResources(['a', null]), kind: TypeError, parameter: 'resources[1]', says: ['must be a non-empty string', 'got null'] },
-    { label: "['a', 'a']", run: () => checkResources(['a', 'a']), kind: RangeError, parameter: 'resources[1]', says: ['repeats "a"', 'each resource may appear once'] },
+    {
+      label: "['a', null]",
+      run: () => checkResources(['a', null]),
+      kind: TypeError,
+      parameter: 'resources[1]',
+      says: ['must be a non-empty string', 'got null'],
+    },
+    {
+      label: "['a', 'a']",
+      run: () => checkResources(['a', 'a']),
+      kind: RangeError,
+      parameter: 'resources[1]',
+      says: ['repeats "a"', 'each resource may appear once'],
+    },
     { label: "['a', 'b', 'a']", run: () => checkResources(['a', 'b', 'a']), kind: RangeError, parameter: 'resources[2]', says: ['repeats "a"'] },
     { label: "''", run: () => checkResources(''), kind: TypeError, parameter: 'resources', says: ['must be a non-empty string', 'got ""'] },
   ])('$label', (row) => {
@@ -203,12 +251,42 @@ describe('resources (checkResources)', () => {
   // no TTL, so a waiter on it would wait forever, and locking a line or lease key would overwrite it.
   const reserved = ['not starting with "quorumlock:"', 'not containing ":quorumlock:"'];
   it.each<BadRow>([
-    { label: 'the epoch hash', run: () => checkResources('quorumlock:epoch'), kind: RangeError, parameter: 'resources[0]', says: [...reserved, 'got "quorumlock:epoch"'] },
-    { label: "a cluster slot's epoch hash", run: () => checkResources(['a', 'quorumlock:epoch:{0}']), kind: RangeError, parameter: 'resources[1]', says: reserved },
+    {
+      label: 'the epoch hash',
+      run: () => checkResources('quorumlock:epoch'),
+      kind: RangeError,
+      parameter: 'resources[0]',
+      says: [...reserved, 'got "quorumlock:epoch"'],
+    },
+    {
+      label: "a cluster slot's epoch hash",
+      run: () => checkResources(['a', 'quorumlock:epoch:{0}']),
+      kind: RangeError,
+      parameter: 'resources[1]',
+      says: reserved,
+    },
     { label: 'a waiter channel', run: () => checkResources('quorumlock:waiter:x.1'), kind: RangeError, parameter: 'resources[0]', says: reserved },
-    { label: 'a line key', run: () => checkResources('{orders}:quorumlock:line'), kind: RangeError, parameter: 'resources[0]', says: [...reserved, 'got "{orders}:quorumlock:line"'] },
-    { label: 'a lease key of a tagged name', run: () => checkResources('{job-7}:a:quorumlock:leases'), kind: RangeError, parameter: 'resources[0]', says: reserved },
-    { label: "a line key borrowing its slot's tag", run: () => checkResources('{x1}:quorumlock:line:a}b'), kind: RangeError, parameter: 'resources[0]', says: reserved },
+    {
+      label: 'a line key',
+      run: () => checkResources('{orders}:quorumlock:line'),
+      kind: RangeError,
+      parameter: 'resources[0]',
+      says: [...reserved, 'got "{orders}:quorumlock:line"'],
+    },
+    {
+      label: 'a lease key of a tagged name',
+      run: () => checkResources('{job-7}:a:quorumlock:leases'),
+      kind: RangeError,
+      parameter: 'resources[0]',
+      says: reserved,
+    },
+    {
+      label: "a line key borrowing its slot's tag",
+      run: () => checkResources('{x1}:quorumlock:line:a}b'),
+      kind: RangeError,
+      parameter: 'resources[0]',
+      says: reserved,
+    },
     { label: 'anything else in the namespace', run: () => checkResources('quorumlock:'), kind: RangeError, parameter: 'resources[0]', says: reserved },
   ])('refuses $label as a resource', (row) => {
     expectRejected(row);
@@ -232,7 +310,10 @@ describe('ttl (checkTtl)', () => {
   const floor = minTtl(defaultSettings); // 54 with driftFactor 0.01 and nodeTimeout 50
   // The ceiling is maxLockTtl (default 60 000 ms), itself at most MAX_TTL_MS.
   const range = `an integer from ${floor} to ${defaults.maxLockTtl} ms`;
-  const ttl = (value: unknown, settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'> = defaultSettings) => () => checkTtl(value, settings);
+  const ttl =
+    (value: unknown, settings: Pick<Settings, 'driftFactor' | 'nodeTimeout'> = defaultSettings) =>
+    () =>
+      checkTtl(value, settings);
 
   it('the default floor is 54 ms', () => {
     expect(floor).toBe(54);
@@ -288,8 +369,20 @@ describe('ttl (checkTtl)', () => {
 
   it('refuses a ttl above maxLockTtl, saying how to allow it', () => {
     expectRejected({ label: '60001', run: ttl(60_001), kind: RangeError, parameter: 'ttl', says: [range, 'raise maxLockTtl', 'got 60001'] });
-    expectRejected({ label: 'maxLockTtl 0', run: () => checkSettings({ maxLockTtl: 0 }), kind: RangeError, parameter: 'maxLockTtl', says: ['an integer >= 1'] });
-    expectRejected({ label: 'quarantine "no"', run: () => checkSettings({ quarantine: 'no' as never }), kind: TypeError, parameter: 'quarantine', says: ['true or false'] });
+    expectRejected({
+      label: 'maxLockTtl 0',
+      run: () => checkSettings({ maxLockTtl: 0 }),
+      kind: RangeError,
+      parameter: 'maxLockTtl',
+      says: ['an integer >= 1'],
+    });
+    expectRejected({
+      label: 'quarantine "no"',
+      run: () => checkSettings({ quarantine: 'no' as never }),
+      kind: TypeError,
+      parameter: 'quarantine',
+      says: ['true or false'],
+    });
   });
 
   it('names another parameter when asked to', () => {
@@ -339,7 +432,13 @@ describe('per-call acquire options (checkAcquireOptions)', () => {
     { label: 'waitTimeout: NaN', run: acquire({ waitTimeout: Number.NaN }), kind: TypeError, parameter: 'waitTimeout', says: [...waitTimeout, 'got NaN'] },
     { label: "waitTimeout: '1000'", run: acquire({ waitTimeout: '1000' }), kind: TypeError, parameter: 'waitTimeout', says: waitTimeout },
     { label: 'signal: an object', run: acquire({ signal: { aborted: false } }), kind: TypeError, parameter: 'signal', says: ['must be an AbortSignal'] },
-    { label: 'signal: an AbortController', run: acquire({ signal: new AbortController() }), kind: TypeError, parameter: 'signal', says: ['must be an AbortSignal'] },
+    {
+      label: 'signal: an AbortController',
+      run: acquire({ signal: new AbortController() }),
+      kind: TypeError,
+      parameter: 'signal',
+      says: ['must be an AbortSignal'],
+    },
     { label: 'signal: null', run: acquire({ signal: null }), kind: TypeError, parameter: 'signal', says: ['must be an AbortSignal', 'got null'] },
     { label: 'retryCount: -1', run: acquire({ retryCount: -1 }), kind: RangeError, parameter: 'retryCount', says: ['an integer >= 0 (or Infinity)', 'got -1'] },
     { label: 'retryCount: 0.5', run: acquire({ retryCount: 0.5 }), kind: RangeError, parameter: 'retryCount', says: ['an integer >= 0 (or Infinity)'] },

@@ -33,10 +33,20 @@ describe('script protocol', () => {
   it('acquire replies decode to what they were built from', () => {
     expect(decodeAcquire(acquireReply.settled(), 'e1', false)).toEqual({ quarantinedForMs: 0, epoch: 'e1' });
     expect(decodeAcquire(acquireReply.settled(), '', false)).toEqual({ quarantinedForMs: 0 });
-    expect(decodeAcquire([...acquireReply.locked(0, 'e2', { highest: 7, trusted: true })], '', true)).toEqual({ quarantinedForMs: 0, epoch: 'e2', fence: { highest: 7, trusted: true } });
+    expect(decodeAcquire([...acquireReply.locked(0, 'e2', { highest: 7, trusted: true })], '', true)).toEqual({
+      quarantinedForMs: 0,
+      epoch: 'e2',
+      fence: { highest: 7, trusted: true },
+    });
     expect(decodeAcquire([...acquireReply.locked(250, 'e3')], '', false)).toEqual({ quarantinedForMs: 250, epoch: 'e3' });
     expect(decodeAcquire([...acquireReply.notMaster()], '', false)).toEqual({ quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' });
-    expect(decodeAcquire([...acquireReply.refused('taken', 900, 2, 'e4', 0)], '', true)).toEqual({ why: 'taken', heldForMs: 900, place: 2, epoch: 'e4', quarantinedForMs: 0 });
+    expect(decodeAcquire([...acquireReply.refused('taken', 900, 2, 'e4', 0)], '', true)).toEqual({
+      why: 'taken',
+      heldForMs: 900,
+      place: 2,
+      epoch: 'e4',
+      quarantinedForMs: 0,
+    });
     // -2: held without an expiry (a user's key): no expiry to wait for.
     expect(decodeAcquire([...acquireReply.refused('taken', -2)], '', false)).toEqual({ why: 'taken', heldForMs: undefined, place: undefined });
     expect(decodeAcquire([...acquireReply.refused('queued', -1, 0)], '', false)).toEqual({ why: 'queued', heldForMs: undefined, place: 0 });

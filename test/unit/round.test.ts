@@ -111,7 +111,8 @@ describe('a member working through a backlog of our calls is alive', () => {
       const rounds: Promise<RoundResult<LockAnswer>>[] = [];
       // 20 rounds at once: the last one's calls are 20th in line, answered 400 ms later, far past
       // a 50 ms timeout, but each member answers one of our earlier calls every 20 ms.
-      for (let i = 0; i < 20; i++) rounds.push(runRound({ operation: 'acquire', members, send, counts: (a) => a === 'locked', waitForAll: false, clock, timeoutMs: 50, limitMs }));
+      for (let i = 0; i < 20; i++)
+        rounds.push(runRound({ operation: 'acquire', members, send, counts: (a) => a === 'locked', waitForAll: false, clock, timeoutMs: 50, limitMs }));
       await runUntilIdle(clock);
       return Promise.all(rounds);
     };
@@ -130,7 +131,8 @@ describe('a member working through a backlog of our calls is alive', () => {
     const members = [...backlog.members, ...fakeMembers(1)]; // the third never answers
     const send = (member: Member, index: number) => (index < 2 ? backlog.send(member, index) : new Promise<LockAnswer>(() => {}));
     const rounds: Promise<RoundResult<LockAnswer>>[] = [];
-    for (let i = 0; i < 30; i++) rounds.push(runRound({ operation: 'acquire', members, send, counts: (a) => a === 'locked', waitForAll: true, clock, timeoutMs: 50, limitMs: 300 }));
+    for (let i = 0; i < 30; i++)
+      rounds.push(runRound({ operation: 'acquire', members, send, counts: (a) => a === 'locked', waitForAll: true, clock, timeoutMs: 50, limitMs: 300 }));
     await runUntilIdle(clock);
     const results = await Promise.all(rounds);
     for (const result of results) {

@@ -9,7 +9,26 @@ import { clusterEpochKey, EPOCH_KEY, resourceKeys } from '../../src/store/keys.j
 const ioredisSlot = createRequire(import.meta.url)('cluster-key-slot') as (key: string) => number;
 
 /** Names with braces in every awkward place, unicode, and plain ones. */
-const awkward = ['orders:42', 'a{b', 'a}b', '{}', '{a}', 'a{}b', 'x{}{y}', '{a}{b}', '}{a}', 'a{b}c', '{{a}}', 'ünïcödé', 'ключ', '🔒', '{', '}', 'a:b:c', 'a{b{c}d}'];
+const awkward = [
+  'orders:42',
+  'a{b',
+  'a}b',
+  '{}',
+  '{a}',
+  'a{}b',
+  'x{}{y}',
+  '{a}{b}',
+  '}{a}',
+  'a{b}c',
+  '{{a}}',
+  'ünïcödé',
+  'ключ',
+  '🔒',
+  '{',
+  '}',
+  'a:b:c',
+  'a{b{c}d}',
+];
 
 function randomName(seed: number): string {
   const alphabet = 'ab{}:x';
@@ -74,7 +93,9 @@ describe('companionKey', () => {
     expect(clusterPrefixWorks('app{')).toBe(false);
     expect(clusterPrefixWorks('app{}:')).toBe(false);
     const cluster = { isCluster: true, options: { keyPrefix: 'app{' }, startupNodes: [{ host: '127.0.0.1', port: 7000 }], defineCommand() {} };
-    expect(() => checkMembers([cluster])).toThrow(expect.objectContaining({ name: 'RangeError', parameter: 'members[0]', message: expect.stringContaining('complete hash tag') }));
+    expect(() => checkMembers([cluster])).toThrow(
+      expect.objectContaining({ name: 'RangeError', parameter: 'members[0]', message: expect.stringContaining('complete hash tag') }),
+    );
   });
 });
 
@@ -84,7 +105,11 @@ describe('checkSameSlot', () => {
 
   it('rejects resources in different slots when a member is a cluster, naming both and the fix', () => {
     expect(() => checkSameSlot(['foo', 'bar'], [single, cluster])).toThrow(
-      expect.objectContaining({ name: 'RangeError', parameter: 'resources', message: expect.stringMatching(/"foo" is in slot 12182, "bar" in slot 5061.*shared hash tag/) }),
+      expect.objectContaining({
+        name: 'RangeError',
+        parameter: 'resources',
+        message: expect.stringMatching(/"foo" is in slot 12182, "bar" in slot 5061.*shared hash tag/),
+      }),
     );
   });
 

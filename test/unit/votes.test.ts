@@ -64,7 +64,7 @@ describe('describeVotes (release: yes = released)', () => {
   });
 
   it('a failed release shows its error', () => {
-    const round = [vote('released'), vote('error', new Error('READONLY You can\'t write against a read only replica.')), vote('absent')];
+    const round = [vote('released'), vote('error', new Error("READONLY You can't write against a read only replica.")), vote('absent')];
     expect(describeVotes(round, 'released')).toBe("1/3 released, 1 not held, 1 failed (READONLY You can't write against a read only replica.)");
   });
 
