@@ -5,13 +5,13 @@
  * extensions inside the remaining validity.
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock/index.js';
-import { LockExtendError, LockLostError } from '../../src/errors.js';
-import type { Lock } from '../../src/lock/lock.js';
-import type { Member } from '../../src/members/member.js';
-import { decideExtension, extendOn, type ExtendAnswer } from '../../src/quorum/extend.js';
-import type { RoundResult } from '../../src/quorum/round.js';
-import { keepExtended, RETRY_SHARE } from '../../src/lock/keep-extended.js';
+import { ManualClock } from '../../../src/clock/index.js';
+import { LockExtendError, LockLostError } from '../../../src/errors.js';
+import type { Lock } from '../../../src/lock/lock.js';
+import type { Member } from '../../../src/members/member.js';
+import { decideExtension, extendOn, type ExtendAnswer } from '../../../src/quorum/extend.js';
+import type { RoundResult } from '../../../src/quorum/round.js';
+import { keepExtended, RETRY_SHARE } from '../../../src/lock/keep-extended.js';
 
 type Status = 'extended' | 'gone' | 'taken';
 

@@ -11,10 +11,10 @@
  * read from the socket); `turn()` then lets immediates and promise jobs run.
  */
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock/index.js';
-import type { Member } from '../../src/members/member.js';
-import { runRound, type RoundResult } from '../../src/quorum/round.js';
-import type { LockAnswer } from '../../src/quorum/votes.js';
+import { ManualClock } from '../../../src/clock/index.js';
+import type { Member } from '../../../src/members/member.js';
+import { runRound, type RoundResult } from '../../../src/quorum/round.js';
+import type { LockAnswer } from '../../../src/quorum/votes.js';
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 

@@ -2,7 +2,7 @@
  * describeVotes: a round's votes in words, as they appear in errors and logs.
  */
 import { describe, expect, it } from 'vitest';
-import { describeVotes, type MemberVote } from '../../src/quorum/votes.js';
+import { describeVotes, type MemberVote } from '../../../src/quorum/votes.js';
 
 let port = 7000;
 /** One member's vote; each call is a different member. */
