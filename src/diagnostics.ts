@@ -64,10 +64,11 @@ function observed(target: TracingChannel<object, TraceContext>): boolean {
 }
 
 /**
- * Runs `operation` traced on `target` when anyone listens; otherwise just runs it. The traced
- * result is `summary(value)`: the caller gets `value` itself, subscribers only the summary.
+ * Runs `operation` traced on `target` when anyone listens; otherwise just runs it, adding no
+ * promise of its own (the hot path: acquire and release pass through here). The traced result is
+ * `summary(value)`: the caller gets `value` itself, subscribers only the summary.
  */
-export async function traced<T>(
+export function traced<T>(
   target: TracingChannel<object, TraceContext>,
   context: () => TraceContext,
   operation: () => Promise<T>,
@@ -75,6 +76,5 @@ export async function traced<T>(
 ): Promise<T> {
   if (!observed(target)) return operation();
   let value!: T;
-  await target.tracePromise(async () => summary((value = await operation())), context());
-  return value;
+  return target.tracePromise(async () => summary((value = await operation())), context()).then(() => value);
 }

@@ -163,7 +163,8 @@ export class Redlock {
     const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
     const policy = checkAcquireOptions(options, this.settings);
-    return this.#acquire(names, ttl, policy);
+    const lockId = newWaiterId();
+    return this.#lock(lockId, names, await this.#won(lockId, names, ttl, policy));
   }
 
   /**
@@ -178,7 +179,8 @@ export class Redlock {
     checkOptionsObject(options);
     const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
     try {
-      return await this.#acquire(names, ttl, policy);
+      const lockId = newWaiterId();
+      return this.#lock(lockId, names, await this.#won(lockId, names, ttl, policy));
     } catch (error) {
       if (error instanceof LockAcquireError && error.outcome === 'taken') return null;
       throw error;
@@ -223,16 +225,19 @@ export class Redlock {
     return names;
   }
 
-  /** The acquire loop, traced ('quorumlock:acquire'), and the Lock it won. */
-  async #acquire(resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Lock> {
+  /** The acquire loop, traced ('quorumlock:acquire'). */
+  #won(lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Won> {
     const { clock } = this.settings;
-    const lockId = newWaiterId();
-    const won = await traced(
+    return traced(
       tracing.acquire,
       () => ({ lockId, resources, ttl }),
       () => acquireWithRetries(this.#members, this.settings, resources, ttl, policy, this.#notifications, lockId),
-      (won: Won) => ({ fence: won.fence, remainingMs: won.deadline - clock.now() }),
+      (won) => ({ fence: won.fence, remainingMs: won.deadline - clock.now() }),
     );
+  }
+
+  /** The handle of a won acquire: `lockId` names it in events and logs. */
+  #lock(lockId: string, resources: readonly string[], won: Won): Lock {
     return new Lock(this.#context, { id: lockId, resources, value: won.value, deadline: won.deadline, votes: won.round.votes, fence: won.fence });
   }
 }

@@ -24,8 +24,7 @@ import { describeVotes, type MemberVote } from './votes.js';
 import { leaseFor, LineTurns, newWaiterId, type Waiter } from '../waiting/line.js';
 import type { Notifications, Watch } from '../waiting/notifications.js';
 
-/** A won attempt, and the id of the acquire call (its waiter id: not secret), which names the lock in logs and traces. */
-export type Won = Extract<AttemptResult, { won: true }> & { lockId: string };
+export type Won = Extract<AttemptResult, { won: true }>;
 
 /** retryDelay ± retryJitter, never negative: competing clients fall out of step. */
 export function retryDelayMs(policy: Pick<AttemptPolicy, 'retryDelay' | 'retryJitter'>, random: () => number = Math.random): number {
@@ -125,7 +124,7 @@ export async function acquireWithRetries(
           attempts: attempt,
           fence: result.fence,
         }));
-        return { ...result, lockId };
+        return result;
       }
       const { round, outcome, validityMs } = result;
       attempts.push({ attempt, outcome, startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
