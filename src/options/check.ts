@@ -5,7 +5,7 @@
  */
 import { type Clock, driftMs, systemClock } from '../clock/index.js';
 import { memberId, type MemberClient } from '../members/id.js';
-import { isReservedName, RESERVED_PREFIX } from '../store/keys.js';
+import { isReservedName, RESERVED_NAMES } from '../store/keys.js';
 import { argumentError } from '../errors.js';
 import { clusterPrefixWorks, slotOf } from '../store/slots.js';
 import { defaults, MAX_TTL_MS, silentLogger, type AcquireOptions, type AttemptPolicy, type Logger, type RedlockOptions, type Settings } from './settings.js';
@@ -132,7 +132,7 @@ export function checkResources(resources: unknown): string[] {
       throw argumentError(
         RangeError,
         `resources[${index}]`,
-        `must be a name outside quorumlock's own (not starting with "${RESERVED_PREFIX}", not containing ":${RESERVED_PREFIX}"): those are the member's epoch and the lines of waiters, got ${show(name)}`,
+        `must be a name outside quorumlock's own (${RESERVED_NAMES}): those are the member's epoch and the lines of waiters, got ${show(name)}`,
       );
     }
     if (seen.has(name)) throw argumentError(RangeError, `resources[${index}]`, `repeats ${JSON.stringify(name)}: each resource may appear once`);

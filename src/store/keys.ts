@@ -15,16 +15,8 @@
  */
 import { allSlotTags, companionKey, slotOf, tagOfSlot } from './slots.js';
 
-/**
- * The prefix of quorumlock's own names. A resource may not start with it or contain
- * `:quorumlock:` (isReservedName): locking one of our keys would overwrite it, or wait on a key
- * that never expires (the epoch has no TTL), retrying forever.
- */
+/** The prefix of quorumlock's own names: the epoch hashes and the waiter channels. */
 export const RESERVED_PREFIX = 'quorumlock:';
-
-export function isReservedName(name: string): boolean {
-  return name.startsWith(RESERVED_PREFIX) || name.includes(`:${RESERVED_PREFIX}`);
-}
 
 /**
  * Per member: when its data began (its epoch), whether it was declared brand new, fence counters.
@@ -69,6 +61,21 @@ export const fenceField = (resource: string) => `fence:${resource}`;
 
 const LINE = 'quorumlock:line';
 const LEASES = 'quorumlock:leases';
+
+/** How isReservedName's refusal describes our names, for the argument error. */
+export const RESERVED_NAMES = `not starting with "${RESERVED_PREFIX}", not ending in ":${LINE}" or ":${LEASES}"`;
+
+/**
+ * Whether `name` is (or may be) one of quorumlock's own keys, which no resource may be: locking
+ * one would overwrite it, or wait on a key that never expires (the epoch has no TTL), retrying
+ * forever. Ours are the epoch hashes (quorumlock:epoch…) and the companions resourceKeys() makes
+ * (companionKey: `{name}:quorumlock:line`, `{tag}:name:quorumlock:line`, or
+ * `{tag}:quorumlock:line:name`); names that merely contain the word are the user's.
+ */
+export function isReservedName(name: string): boolean {
+  if (name.startsWith(RESERVED_PREFIX)) return true;
+  return [LINE, LEASES].some((suffix) => name.endsWith(`:${suffix}`) || name.includes(`}:${suffix}:`));
+}
 
 /**
  * The keys a script gets for `resources`: the lock keys, then their lines, then their leases

@@ -249,7 +249,7 @@ describe('resources (checkResources)', () => {
 
   // quorumlock's own keys (src/store/keys.ts, companionKey in src/store/slots.ts): the epoch hash has
   // no TTL, so a waiter on it would wait forever, and locking a line or lease key would overwrite it.
-  const reserved = ['not starting with "quorumlock:"', 'not containing ":quorumlock:"'];
+  const reserved = ['not starting with "quorumlock:"', 'not ending in ":quorumlock:line" or ":quorumlock:leases"'];
   it.each<BadRow>([
     {
       label: 'the epoch hash',
@@ -293,7 +293,8 @@ describe('resources (checkResources)', () => {
   });
 
   it('accepts names that only resemble the reserved ones', () => {
-    const names = ['quorumlock', 'QUORUMLOCK:epoch', 'myquorumlock:epoch', 'orders:quorumlock', 'a-quorumlock:b', '{quorumlock}'];
+    // Only our own key shapes are refused: a service may well be called quorumlock ("jobs:quorumlock:7").
+    const names = ['quorumlock', 'QUORUMLOCK:epoch', 'myquorumlock:epoch', 'orders:quorumlock', 'a-quorumlock:b', '{quorumlock}', 'fig3:quorumlock:1', 'a:quorumlock:lines', 'a:quorumlock:line:b'];
     expect(checkResources(names)).toEqual(names);
   });
 
