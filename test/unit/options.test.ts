@@ -294,7 +294,17 @@ describe('resources (checkResources)', () => {
 
   it('accepts names that only resemble the reserved ones', () => {
     // Only our own key shapes are refused: a service may well be called quorumlock ("jobs:quorumlock:7").
-    const names = ['quorumlock', 'QUORUMLOCK:epoch', 'myquorumlock:epoch', 'orders:quorumlock', 'a-quorumlock:b', '{quorumlock}', 'fig3:quorumlock:1', 'a:quorumlock:lines', 'a:quorumlock:line:b'];
+    const names = [
+      'quorumlock',
+      'QUORUMLOCK:epoch',
+      'myquorumlock:epoch',
+      'orders:quorumlock',
+      'a-quorumlock:b',
+      '{quorumlock}',
+      'fig3:quorumlock:1',
+      'a:quorumlock:lines',
+      'a:quorumlock:line:b',
+    ];
     expect(checkResources(names)).toEqual(names);
   });
 
