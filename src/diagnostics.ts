@@ -44,8 +44,9 @@ export interface TraceContext {
 /**
  * The tracing channels: subscribe with
  * `diagnostics_channel.tracingChannel('quorumlock:acquire').subscribe({ start, asyncEnd, error })`.
- * acquire's result: { fence?, remainingMs, attempts }; extend's: { remainingMs }; release's:
- * { freed, elapsedMs }. A failed operation ends with `error` (a LockAcquireError, ...).
+ * acquire's result: { fence, remainingMs } (tryAcquire's null: { taken: true }); extend's:
+ * { remainingMs }; release's: { freed, elapsedMs }. A failed operation ends with `error` (a
+ * LockAcquireError, ...).
  */
 export const tracing = {
   acquire: tracingChannel<object, TraceContext>('quorumlock:acquire'),

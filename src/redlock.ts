@@ -164,7 +164,7 @@ export class Redlock {
     checkTtl(ttl, this.settings);
     const policy = checkAcquireOptions(options, this.settings);
     const lockId = newWaiterId();
-    return this.#lock(lockId, names, await this.#won(lockId, names, ttl, policy));
+    return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
   }
 
   /**
@@ -178,13 +178,15 @@ export class Redlock {
     // Checked as given: a non-object spread below would pass as an object.
     checkOptionsObject(options);
     const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
-    try {
-      const lockId = newWaiterId();
-      return this.#lock(lockId, names, await this.#won(lockId, names, ttl, policy));
-    } catch (error) {
-      if (error instanceof LockAcquireError && error.outcome === 'taken') return null;
-      throw error;
-    }
+    const lockId = newWaiterId();
+    // 'taken' is an answer here, not a failure: so it is for tracers too.
+    const won = await this.#traced(lockId, names, ttl, () =>
+      this.#loop(lockId, names, ttl, policy).catch((error: unknown) => {
+        if (error instanceof LockAcquireError && error.outcome === 'taken') return null;
+        throw error;
+      }),
+    );
+    return won === null ? null : this.#lock(lockId, names, won);
   }
 
   /**
@@ -219,20 +221,28 @@ export class Redlock {
     }
   }
 
-  #resources(resources: string | readonly string[]): string[] {
+  /**
+   * The checked names, frozen: the same array reaches every round, member, event and log line of
+   * the acquire (members key caches on it: members/server.ts), so nobody may change it midway.
+   */
+  #resources(resources: string | readonly string[]): readonly string[] {
     const names = checkResources(resources);
     checkSameSlot(names, this.#members);
-    return names;
+    return Object.freeze(names);
   }
 
-  /** The acquire loop, traced ('quorumlock:acquire'). */
-  #won(lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Won> {
+  #loop(lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Won> {
+    return acquireWithRetries(this.#members, this.settings, resources, ttl, policy, this.#notifications, lockId);
+  }
+
+  /** An acquire, traced ('quorumlock:acquire'): its result is { fence, remainingMs }, or { taken: true } for tryAcquire's null. */
+  #traced<T extends Won | null>(lockId: string, resources: readonly string[], ttl: number, acquire: () => Promise<T>): Promise<T> {
     const { clock } = this.settings;
     return traced(
       tracing.acquire,
       () => ({ lockId, resources, ttl }),
-      () => acquireWithRetries(this.#members, this.settings, resources, ttl, policy, this.#notifications, lockId),
-      (won) => ({ fence: won.fence, remainingMs: won.deadline - clock.now() }),
+      acquire,
+      (won) => (won === null ? { taken: true } : { fence: won.fence, remainingMs: won.deadline - clock.now() }),
     );
   }
 

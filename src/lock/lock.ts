@@ -232,7 +232,7 @@ export class Lock implements AsyncDisposable {
    * show as 'pending' and run it when they get to it), or after nodeTimeout. Never throws for
    * members that are down; the result says what each answered. Safe to call more than once.
    */
-  release(): Promise<ReleaseResult> {
+  async release(): Promise<ReleaseResult> {
     return traced(
       tracing.release,
       () => ({ lockId: this.id, resources: this.resources }),

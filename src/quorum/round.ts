@@ -32,6 +32,20 @@ import type { Member } from '../members/member.js';
 import { decide, quorumOf } from './tally.js';
 import type { Answered, MemberVote } from './votes.js';
 
+/**
+ * The error a vote keeps: its name, message and code, nothing else. ioredis hangs the failed
+ * command on its errors, and a command's arguments hold the lock value (the capability to extend
+ * and release), while votes reach logs, events, traces and error objects the caller may print.
+ */
+export function voteError(error: unknown): Error {
+  if (!(error instanceof Error)) return new Error(String(error));
+  const clean = new Error(error.message);
+  clean.name = error.name;
+  const code = (error as { code?: unknown }).code;
+  if (code !== undefined) Object.assign(clean, { code });
+  return clean;
+}
+
 export interface RoundSpec<Answer extends string> {
   /** What the round does, for the vote events. */
   operation: 'acquire' | 'extend' | 'release' | 'fence';
@@ -170,7 +184,7 @@ class Round<Answer extends string> {
           member: member.id,
           vote: 'error',
           ms: clock.now() - this.#startedAt,
-          error: error instanceof Error ? error : new Error(String(error)),
+          error: voteError(error),
         }),
     );
   }

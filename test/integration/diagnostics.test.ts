@@ -1,5 +1,6 @@
 /** The diagnostics_channel events, as a metrics exporter would consume them. */
 import { subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
+import { inspect } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { channels, Redlock } from '../../src/index.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
@@ -71,6 +72,7 @@ it('traces acquire, extend and release on tracing channels: one context from sta
     const lock = await redlock.acquire(resource, 5_000, { fencing: true });
     await lock.extend(6_000);
     const refused = await redlock.acquire(resource, 5_000).catch((error: unknown) => error);
+    expect(await redlock.tryAcquire(resource, 5_000)).toBeNull();
     await lock.release();
 
     const of = (operation: string, event: string) => events.filter((e) => e.operation === operation && e.event === event).map((e) => e.context);
@@ -83,6 +85,10 @@ it('traces acquire, extend and release on tracing channels: one context from sta
     // The refused one ends with its error on its own context.
     expect(refusedStart!.lockId).not.toBe(lock.id);
     expect(of('acquire', 'error')).toEqual([refusedStart]);
+    // tryAcquire's null is an answer, not an error: it ends with { taken: true }.
+    const tryStart = of('acquire', 'start')[2]!;
+    expect(of('acquire', 'asyncEnd').find((context) => context === tryStart)!.result).toEqual({ taken: true });
+    expect(Object.isFrozen(tryStart.resources)).toBe(true); // the same array the members key on
     expect(refusedStart!.error).toBe(refused);
     expect(of('extend', 'start')).toEqual([expect.objectContaining({ lockId: lock.id, ttl: 6_000 })]);
     expect(of('extend', 'asyncEnd')[0]!.result).toEqual({ remainingMs: expect.any(Number) });
@@ -90,5 +96,32 @@ it('traces acquire, extend and release on tracing channels: one context from sta
     expect(JSON.stringify(events.map((e) => ({ ...e.context, error: undefined })))).not.toContain(lock.value);
   } finally {
     for (const stop of stops) stop();
+  }
+});
+
+it('keeps lock values out of failed votes: errors carry name, message and code, not the command', async () => {
+  const redlock = new Redlock(servers.clients, { retryCount: 0 });
+  const lock = await redlock.acquire(fresh('leak'), 10_000);
+  const seen: unknown[] = [];
+  const onVote = (message: unknown) => seen.push(message);
+  subscribe('quorumlock:vote', onVote);
+  // Two of three members now refuse our scripts: ioredis rejects with errors that carry the command.
+  const refusing = servers.clients.slice(0, 2);
+  await Promise.all(refusing.map((client) => client.call('ACL', 'SETUSER', 'default', '-evalsha', '-eval')));
+  try {
+    const error = await lock.extend(10_000).catch((e: unknown) => e as { reason: string; votes: { vote: string; error?: Error }[] });
+    expect(error.reason).toBe('unavailable');
+    const failed = error.votes.filter((vote) => vote.vote === 'error');
+    expect(failed).toHaveLength(2);
+    for (const vote of failed) {
+      expect(vote.error!.message).toMatch(/NOPERM/);
+      expect(Object.keys(vote.error!)).not.toContain('command');
+    }
+    expect(inspect(error, { depth: 10 })).not.toContain(lock.value);
+    expect(inspect(seen, { depth: 10 })).not.toContain(lock.value);
+  } finally {
+    unsubscribe('quorumlock:vote', onVote);
+    await Promise.all(refusing.map((client) => client.call('ACL', 'SETUSER', 'default', '+@all')));
+    await lock.release();
   }
 });
