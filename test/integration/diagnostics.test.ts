@@ -2,7 +2,7 @@
 import { subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { channels, Redlock } from '../../src/index.js';
+import { channels, LockExtendError, Redlock } from '../../src/index.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
 import { fresh } from './util.js';
 
@@ -109,7 +109,10 @@ it('keeps lock values out of failed votes: errors carry name, message and code, 
   const refusing = servers.clients.slice(0, 2);
   await Promise.all(refusing.map((client) => client.call('ACL', 'SETUSER', 'default', '-evalsha', '-eval')));
   try {
-    const error = await lock.extend(10_000).catch((e: unknown) => e as { reason: string; votes: { vote: string; error?: Error }[] });
+    const error = (await lock.extend(10_000).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as LockExtendError;
     expect(error.reason).toBe('unavailable');
     const failed = error.votes.filter((vote) => vote.vote === 'error');
     expect(failed).toHaveLength(2);
