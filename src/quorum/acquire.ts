@@ -45,7 +45,11 @@ export type AttemptResult =
       rollback: Promise<unknown>;
     };
 
-/** What the acquire round learns for fencing: counters where the keys were set, and the epochs past their quarantine. */
+/**
+ * What the acquire round learns for fencing: counters where the keys were set, and the epochs past
+ * their quarantine. Kept beside the votes, not in them: answers that arrive after the round was
+ * decided (their votes say 'pending') still name epochs a fence sync may go to (fence.ts).
+ */
 interface FenceView {
   readings: FenceReading[];
   epochs: (string | undefined)[];
