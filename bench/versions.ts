@@ -5,7 +5,8 @@
  * with node_modules linked in), side by side in one run on the same five local masters: each
  * version has its own clients and its own Redis db (their scripts and epoch hashes differ), and
  * cycles rotate between them so machine noise hits all alike. Measures acquire latency
- * (plain and fenced) and the server time per script call (INFO commandstats), to price a change.
+ * (plain and fenced), the client CPU per cycle, and the server time per script call (INFO
+ * commandstats), to price a change.
  */
 import Redis from 'ioredis';
 import { resolve } from 'node:path';
@@ -45,15 +46,20 @@ async function cycle(redlock: current.Redlock, fencing: boolean): Promise<number
 
 async function interleaved(fencing: boolean) {
   const samples = versions.map(() => [] as number[]);
+  // Client CPU (user + system) of each version's cycles: only one version runs at a time.
+  const cpuUs = versions.map(() => 0);
   for (let i = 0; i < 200; i++) for (const version of versions) await cycle(version.redlock, fencing); // warm-up
   for (let i = 0; i < cycles; i++) {
     // Rotate who goes first, so none always meets another's leftovers.
     for (let k = 0; k < versions.length; k++) {
       const index = (i + k) % versions.length;
+      const before = process.cpuUsage();
       samples[index]!.push(await cycle(versions[index]!.redlock, fencing));
+      const used = process.cpuUsage(before);
+      cpuUs[index]! += used.user + used.system;
     }
   }
-  return samples.map((s) => ({ p50: quantile(s, 0.5), p99: quantile(s, 0.99) }));
+  return samples.map((s, index) => ({ p50: quantile(s, 0.5), p99: quantile(s, 0.99), cpuUs: cpuUs[index]! / cycles }));
 }
 
 /** Server µs per script call (EVALSHA and EVAL together), for one version alone. */
@@ -78,15 +84,19 @@ const fenced = await interleaved(true);
 const server: number[] = [];
 for (let i = 0; i < versions.length; i++) server.push(await serverTime(i));
 const f = (n: number) => n.toFixed(3);
-console.log(`\n5 local masters, ${cycles} interleaved cycles per row; acquire latency in ms (release not included)\n`);
-console.log('| version | acquire p50 | p99 | fenced acquire p50 | p99 | server µs per script call (acquire and release) |');
-console.log('|---|---|---|---|---|---|');
+console.log(
+  `\n5 local masters, ${cycles} interleaved cycles per row; acquire latency in ms (release not included); client CPU per acquire + release cycle in µs\n`,
+);
+console.log('| version | acquire p50 | p99 | client CPU µs | fenced acquire p50 | p99 | fenced CPU µs | server µs per script call (acquire and release) |');
+console.log('|---|---|---|---|---|---|---|---|');
 versions.forEach((version, i) => {
-  console.log(`| ${version.name} | ${f(plain[i]!.p50)} | ${f(plain[i]!.p99)} | ${f(fenced[i]!.p50)} | ${f(fenced[i]!.p99)} | ${server[i]!.toFixed(2)} |`);
+  console.log(
+    `| ${version.name} | ${f(plain[i]!.p50)} | ${f(plain[i]!.p99)} | ${plain[i]!.cpuUs.toFixed(0)} | ${f(fenced[i]!.p50)} | ${f(fenced[i]!.p99)} | ${fenced[i]!.cpuUs.toFixed(0)} | ${server[i]!.toFixed(2)} |`,
+  );
 });
 versions.slice(1).forEach((version, i) => {
   console.log(
-    `this tree ÷ ${version.name}: acquire p50 ${(plain[0]!.p50 / plain[i + 1]!.p50).toFixed(2)}×, fenced p50 ${(fenced[0]!.p50 / fenced[i + 1]!.p50).toFixed(2)}×`,
+    `this tree ÷ ${version.name}: acquire p50 ${(plain[0]!.p50 / plain[i + 1]!.p50).toFixed(2)}×, fenced p50 ${(fenced[0]!.p50 / fenced[i + 1]!.p50).toFixed(2)}×, client CPU ${(plain[0]!.cpuUs / plain[i + 1]!.cpuUs).toFixed(2)}×`,
   );
 });
 for (const { clients } of versions) for (const c of clients) c.disconnect();
