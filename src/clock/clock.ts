@@ -3,6 +3,8 @@
  * wall clock: an NTP step or an operator changing the date must not stretch or shrink a lock.
  * Tests and the simulator inject a ManualClock to drive time by hand.
  */
+import { performance } from 'node:perf_hooks';
+
 export interface Clock {
   /** Milliseconds on a monotonic scale; only differences between two readings mean anything. */
   now(): number;
@@ -45,7 +47,11 @@ export function timersOf(clock: Clock): { setTimeout: typeof setTimeout; clearTi
   };
 }
 
-/** performance.now(): monotonic, sub-millisecond, unaffected by wall-clock changes. */
+/**
+ * performance.now(): monotonic, sub-millisecond, unaffected by wall-clock changes. Imported, not
+ * the global: Node's global `performance` is a getter, run on every read (a hot path reads the
+ * clock several times per call).
+ */
 export const systemClock: Clock = {
   now: () => performance.now(),
   epochMs: () => performance.timeOrigin + performance.now(),

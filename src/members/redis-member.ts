@@ -5,6 +5,7 @@
  * share: the scripts, one ordered path for our calls, and the server watch.
  */
 import type { Redis } from 'ioredis';
+import { nextTick } from 'node:process';
 import type { Logger } from '../options/settings.js';
 import { keepOutOfAutoPipelining, registerScripts, type ScriptCommands } from '../store/scripts.js';
 import {
@@ -90,7 +91,7 @@ export class RedisMember implements Member {
         stream.cork();
         this.#corked = stream;
         this.#corkedCalls = 0;
-        process.nextTick(() => {
+        nextTick(() => {
           this.#corked = undefined;
           stream.uncork();
         });

@@ -26,6 +26,7 @@
  *   `timeoutMs` ago is alive, and its deadline moves on, up to the limit. A member that answers
  *   nothing of ours for `timeoutMs` is timed out, busy or not.
  */
+import { nextTick } from 'node:process';
 import type { Clock } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
 import type { Member } from '../members/member.js';
@@ -158,7 +159,7 @@ class Round<Answer extends string> {
     spec.signal?.addEventListener('abort', this.#onAbort, { once: true });
     // Member writes the tick's calls when the tick ends (it corks the socket until then), in a
     // nextTick queued before this one: from here on our command is on its way.
-    process.nextTick(() => this.#sent());
+    nextTick(() => this.#sent());
   }
 
   #send(member: Member, index: number): void {
