@@ -29,16 +29,6 @@ function sleepMs(ms: number): number {
   return ms > 0 ? ms : 0;
 }
 
-/**
- * A timer that must not keep the process alive by itself (an expiry check, a watchdog): unref'd
- * where the clock's timers support it (Node's do; a ManualClock's need not).
- */
-export function setBackgroundTimer(clock: Clock, callback: () => void, ms: number): unknown {
-  const timer = clock.setTimer(callback, ms);
-  (timer as { unref?: () => void } | undefined)?.unref?.();
-  return timer;
-}
-
 /** p-timeout's `customTimers`, on `clock`: deadlines then follow a ManualClock in tests and simulations. */
 export function timersOf(clock: Clock): { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout } {
   return {

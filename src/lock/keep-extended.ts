@@ -15,21 +15,21 @@
  * reacquisitions, so that a stuck holder cannot keep a resource forever; retries of one due
  * extension are not more reacquisitions.
  */
-import { type Clock, setBackgroundTimer } from '../clock/index.js';
+import { type BackgroundTimer, type Clock, clearBackgroundTimer, setBackgroundTimer } from '../clock/index.js';
 import type { Lock } from './lock.js';
 
 /** A retry comes after this share of the remaining validity: a few tries fit, each in time. */
 export const RETRY_SHARE = 0.25;
 
 export function keepExtended(lock: Lock, ttl: number, thresholdMs: number, clock: Clock, maxExtensions = Infinity): () => void {
-  let timer: unknown;
+  let timer: BackgroundTimer | undefined;
   let stopped = false;
   let extensions = 0;
 
   const over = () => stopped || lock.released || lock.signal.aborted;
   // In the background: the work keeps the process alive, not the watchdog.
   const after = (ms: number) => {
-    clock.clearTimer(timer);
+    clearBackgroundTimer(clock, timer);
     timer = setBackgroundTimer(clock, extendNow, ms);
   };
   const schedule = () => {
@@ -60,6 +60,6 @@ export function keepExtended(lock: Lock, ttl: number, thresholdMs: number, clock
   schedule();
   return () => {
     stopped = true;
-    clock.clearTimer(timer);
+    clearBackgroundTimer(clock, timer);
   };
 }

@@ -3,7 +3,7 @@
  * extend() renews this same handle (no new object to swap in); release() is idempotent.
  */
 import { inspect } from 'node:util';
-import { setBackgroundTimer } from '../clock/index.js';
+import { clearBackgroundTimer, setBackgroundTimer, type BackgroundTimer } from '../clock/index.js';
 import { channels, publish, traced, tracing } from '../diagnostics.js';
 import { LockExtendError, LockLostError } from '../errors.js';
 import type { Member } from '../members/member.js';
@@ -51,7 +51,7 @@ export class Lock implements AsyncDisposable {
   #extending: Promise<unknown> = Promise.resolve();
   /** Created on first use of `signal`, so locks nobody watches cost no timer. */
   #controller: AbortController | undefined;
-  #expiryTimer: unknown;
+  #expiryTimer: BackgroundTimer | undefined;
   #lost: LockLostError | undefined;
 
   /**
@@ -119,7 +119,7 @@ export class Lock implements AsyncDisposable {
   }
 
   #armExpiry(): void {
-    this.#context.settings.clock.clearTimer(this.#expiryTimer);
+    clearBackgroundTimer(this.#context.settings.clock, this.#expiryTimer);
     if (!this.#controller || this.#released || this.#lost) return;
     const remaining = this.remainingMs();
     if (remaining <= 0) return this.#lose(new LockLostError(this.resources, 'expired', { lostBecause: 'expired' }));
@@ -131,7 +131,7 @@ export class Lock implements AsyncDisposable {
   #lose(error: LockLostError): void {
     if (this.#released || this.#lost) return;
     this.#lost = error;
-    this.#context.settings.clock.clearTimer(this.#expiryTimer);
+    clearBackgroundTimer(this.#context.settings.clock, this.#expiryTimer);
     this.#context.settings.logger.warn(
       {
         resources: this.resources,
@@ -244,7 +244,7 @@ export class Lock implements AsyncDisposable {
   async #releaseOnce(): Promise<ReleaseResult> {
     const { members, settings } = this.#context;
     this.#released = true;
-    settings.clock.clearTimer(this.#expiryTimer);
+    clearBackgroundTimer(settings.clock, this.#expiryTimer);
     // A release burst (thousands of locks released at once) queues on each member: a member still
     // answering our earlier calls is waited for while the lock would still be valid, so the
     // release is confirmed rather than reported unconfirmed.
