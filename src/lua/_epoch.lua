@@ -2,6 +2,14 @@
 -- has held the data it holds, kept in a hash with what identifies that data's lineage.
 -- #include _time.lua
 
+-- The run id of the process this script text was loaded into, when the client loaded a copy of
+-- the script bound to it (src/members/binding.ts); false in the generic script, which reads it
+-- from INFO on every call. A bound copy exists only in the script cache of the process it names:
+-- the cache is not persisted, not replicated (Redis 7), and each copy carries a fresh nonce, is
+-- loaded once, by MULTI/EXEC together with the INFO that proves where it ran, and is only ever
+-- called by EVALSHA. Anywhere else its call fails with NOSCRIPT, never runs.
+local BOUND_RUN_ID = false
+
 -- `field:<value>` from an INFO section's text ('' when absent: Dragonfly has no run_id). A plain
 -- find is ~3x cheaper than a pattern over INFO's text.
 local function infoField(info, field)
@@ -31,12 +39,11 @@ end
 -- that ioredis re-sent to a new process, or that a delayed link delivered late, from acting
 -- there as if in the epoch it was meant for.
 local function currentEpoch(epoch)
-  local server = redis.call('INFO', 'server')
   local replication = redis.call('INFO', 'replication')
   if infoField(replication, 'role') ~= 'master' then
     return nil
   end
-  local runId, replid = infoField(server, 'run_id'), infoField(replication, 'master_replid')
+  local runId, replid = BOUND_RUN_ID or infoField(redis.call('INFO', 'server'), 'run_id'), infoField(replication, 'master_replid')
   local id, since, owner, lineage = unpack(redis.call('HMGET', epoch, 'id', 'since', 'run_id', 'replid'))
   if id and owner == runId and lineage == replid then
     return id, since

@@ -4,10 +4,11 @@
  * (keys, epochs, server facts) is in members/server.ts and members/cluster.ts; here is what all
  * share: the scripts, one ordered path for our calls, and the server watch.
  */
-import type { Redis } from 'ioredis';
+import { Command, type Redis } from 'ioredis';
 import { nextTick } from 'node:process';
 import type { Logger } from '../options/settings.js';
-import { keepOutOfAutoPipelining, registerScripts, type ScriptCommands } from '../store/scripts.js';
+import { BINDABLE, keepOutOfAutoPipelining, registerScripts, type Bindable, type ScriptCommands } from '../store/scripts.js';
+import { ScriptBinding } from './binding.js';
 import {
   acquireArgs,
   decodeAcquire,
@@ -45,6 +46,8 @@ export class RedisMember implements Member {
   readonly #client: Redis & ScriptCommands;
   readonly #topology: Topology;
   readonly #server: ServerWatch;
+  /** Bound copies of the scripts that read the run id, when this member's server allows them (binding.ts). */
+  readonly #binding: ScriptBinding;
   /** Set by the Redlock when another of its members is the same server (by run id). */
   #duplicateOf: string | undefined;
   /** Per epoch key: the epoch (its id) last seen past a quarantine of `quarantineMs`. */
@@ -60,6 +63,9 @@ export class RedisMember implements Member {
     // One ordered path for our calls, whatever the user's enableAutoPipelining says (see #call).
     keepOutOfAutoPipelining(client as Redis);
     this.#server = watchServer(client, this.id, logger, this.#topology.readFacts);
+    this.#binding = new ScriptBinding(client as Redis, this.id, logger, this.#topology.oneSocket && this.#topology.readFacts !== undefined);
+    this.#server.listeners.add(() => this.#binding.follow(this.#server.facts));
+    this.#binding.follow(this.#server.facts);
   }
 
   /** The socket corked for the current tick (see #call), if any, and the calls written into it. */
@@ -97,7 +103,15 @@ export class RedisMember implements Member {
         });
       }
     }
-    return (this.#client[script] as (...args: (string | number)[]) => Promise<T>)(keys.length, ...keys, ...args);
+    const sha = script in BINDABLE ? this.#binding.shaFor(script as Bindable) : undefined;
+    if (sha === undefined) return (this.#client[script] as (...args: (string | number)[]) => Promise<T>)(keys.length, ...keys, ...args);
+    // A bound copy: by EVALSHA only, never EVAL (binding.ts). The same write path as every other
+    // call (sendCommand is what the script commands end in), so the order of calls is kept.
+    const command = new Command('evalsha', [sha, keys.length, ...keys, ...args], { replyEncoding: 'utf8', keyPrefix: this.keyPrefix || undefined });
+    return (this.#client.sendCommand(command) as Promise<T>).catch((error: Error) => {
+      if (error.message.includes('NOSCRIPT')) this.#binding.missing(sha);
+      throw error;
+    });
   }
 
   async acquire(resources: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
@@ -162,6 +176,11 @@ export class RedisMember implements Member {
   async #onEveryEpoch(mode: 'new' | 'floor', n: number): Promise<number> {
     const replies = await Promise.all(this.#topology.everyEpochKey().map((key) => this.#call<number>('quorumlockTrust', [key], trustArgs(mode, n))));
     return Math.max(...replies);
+  }
+
+  /** @internal The bound script copies in use, if any (binding.ts). */
+  get bound(): { runId: string; shas: Record<Bindable, string> } | undefined {
+    return this.#binding.current;
   }
 
   /** The server's run id at its last reading (undefined before the first, or on a Cluster). */

@@ -46,3 +46,20 @@ export function registerScripts(client: Redis): Redis & ScriptCommands {
   }
   return client as Redis & ScriptCommands;
 }
+
+/** The line of the generic scripts that a bound copy replaces (src/lua/_epoch.lua). */
+const GENERIC_BINDING = 'local BOUND_RUN_ID = false';
+
+/** The scripts that read the server's run id (currentEpoch), and so have bound copies. */
+export const BINDABLE = { quorumlockAcquire: acquireLua, quorumlockFence: fenceLua } as const;
+export type Bindable = keyof typeof BINDABLE;
+
+/**
+ * A copy of `lua` bound to the process with run id `runId` (it skips reading INFO server), made
+ * unique by `nonce`: each copy is loaded exactly once (members/binding.ts says why).
+ */
+export function boundLua(lua: string, runId: string, nonce: string): string {
+  if (!/^[0-9a-f]{40}$/.test(runId) || !/^[0-9a-f]+$/.test(nonce)) throw new Error(`quorumlock: cannot bind a script to run id ${JSON.stringify(runId)}`);
+  if (!lua.includes(GENERIC_BINDING)) throw new Error('quorumlock: this script does not read the run id');
+  return lua.replace(GENERIC_BINDING, `local BOUND_RUN_ID = '${runId}' -- copy ${nonce}`);
+}

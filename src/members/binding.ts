@@ -1,0 +1,140 @@
+/**
+ * Bound script copies: the acquire and fence scripts without the INFO server they would read on
+ * every call (about 4 µs of their ~19 µs on the server), for a member that is one Redis ≥ 7
+ * process. A bound copy carries the run id of the process it was loaded into
+ * (src/lua/_epoch.lua, BOUND_RUN_ID) in place of reading it.
+ *
+ * The safety argument. The run id tells the epoch script which process it runs in, and that is
+ * what keeps a command ioredis re-sent to a new process after a reconnect, or a delayed one,
+ * from acting there as if in the epoch it was meant for (realities.md). A bound copy may state it
+ * only if it can run nowhere else. It cannot:
+ * - a script cache belongs to one process: it starts empty, is not persisted (RDB, AOF), and
+ *   since Redis 7 is not replicated (scripts replicate as their effects; SCRIPT LOAD is not
+ *   propagated). So a copy is in the caches it was loaded into, and nowhere else;
+ * - each copy is loaded once: it carries a fresh random nonce, so no two loads make the same
+ *   text, and it is loaded by MULTI { SCRIPT LOAD; INFO server } EXEC on a connection of our own
+ *   that never re-sends and queues nothing offline: the INFO in the same transaction ran in the
+ *   same process as the load, and names it. A copy is used only when that name is the one the
+ *   copy carries; on any other answer this member stops binding for good (its loaded copy is
+ *   then never called, so it is harmless where it landed);
+ * - a copy is only ever called by EVALSHA (never EVAL with its text, which would load it
+ *   wherever the call lands), so a call that reaches any other process, re-sent or retargeted,
+ *   fails with NOSCRIPT and is never counted; after a NOSCRIPT the member stops using that copy
+ *   and binds afresh, with a new nonce.
+ * Where any of this cannot be known (Redis < 7, where SCRIPT LOAD is propagated; Dragonfly,
+ * which has no run id; a Cluster, whose calls spread over nodes; a client that is not ioredis'
+ * own Redis; no permission for SCRIPT LOAD), the generic scripts read INFO server, as before.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Logger } from '../options/settings.js';
+import { BINDABLE, boundLua, type Bindable } from '../store/scripts.js';
+import { serverFacts, type ServerFacts } from '../store/server.js';
+
+const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
+
+/** A Redis ≥ 7 process with a run id. */
+function canBind(facts: ServerFacts): boolean {
+  return /^[0-9a-f]{40}$/.test(facts.runId) && Number(facts.version?.split('.')[0]) >= 7;
+}
+
+export class ScriptBinding {
+  readonly #client: Redis;
+  readonly #member: string;
+  readonly #logger: Logger;
+  /** The verified copies, and the process they are in. */
+  #current: { runId: string; shas: Record<Bindable, string> } | undefined;
+  #off: boolean;
+  #loading = false;
+  /** The run id the member's own connection reported last: a copy is used only for it. */
+  #runId: string | undefined;
+
+  constructor(client: Redis, member: string, logger: Logger, usable: boolean) {
+    this.#client = client;
+    this.#member = member;
+    this.#logger = logger;
+    // Only ioredis' own Redis class gives the guarantees above (duplicate, MULTI, sendCommand).
+    this.#off = !usable || !(client instanceof Redis);
+  }
+
+  /** @internal The verified copies in use (tests, diagnostics): their process and SHAs. */
+  get current(): { runId: string; shas: Record<Bindable, string> } | undefined {
+    return this.#current;
+  }
+
+  /** The SHA to call `script` by in the member's current process; undefined: use the generic script. */
+  shaFor(script: Bindable): string | undefined {
+    const current = this.#current;
+    return current !== undefined && current.runId === this.#runId ? current.shas[script] : undefined;
+  }
+
+  /** After every reading of the member's INFO: bind to the process it names, once per process. */
+  follow(facts: ServerFacts | undefined): void {
+    this.#runId = facts?.runId;
+    if (this.#off || facts === undefined || !canBind(facts) || this.#current?.runId === facts.runId) return;
+    this.#current = undefined;
+    this.#load();
+  }
+
+  /** A call by `sha` met NOSCRIPT: that copy is not where the call went. Stop using it; bind afresh. */
+  missing(sha: string): void {
+    if (this.#current === undefined || !Object.values(this.#current.shas).includes(sha)) return;
+    this.#current = undefined;
+    this.#load();
+  }
+
+  #load(): void {
+    if (this.#loading || this.#off) return;
+    this.#loading = true;
+    // Our own connection: it never re-sends a command after a reconnect, queues nothing while
+    // disconnected, and does not reconnect at all.
+    const loader = this.#client.duplicate({
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      autoResubscribe: false,
+      enableAutoPipelining: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    loader.on('error', () => undefined);
+    this.#bindOn(loader)
+      .catch((error: Error) => {
+        // No permission for SCRIPT LOAD or MULTI, a connection that failed: the generic
+        // scripts go on working. Try again at the next reading of the member's INFO.
+        this.#logger.debug({ member: this.#member, error: error.message }, 'could not load bound scripts; using the generic ones');
+      })
+      .finally(() => {
+        this.#loading = false;
+        loader.disconnect();
+      });
+  }
+
+  async #bindOn(loader: Redis): Promise<void> {
+    await loader.connect();
+    const { runId } = serverFacts(await loader.info('server'));
+    if (!/^[0-9a-f]{40}$/.test(runId)) return;
+    const nonce = randomBytes(8).toString('hex');
+    const names = Object.keys(BINDABLE) as Bindable[];
+    const texts = names.map((name) => boundLua(BINDABLE[name], runId, nonce));
+    const transaction = loader.multi();
+    for (const text of texts) transaction.script('LOAD', text);
+    transaction.info('server');
+    const replies = (await transaction.exec()) ?? [];
+    const failed = replies.find(([error]) => error);
+    if (failed) throw failed[0] as Error;
+    const ranIn = serverFacts(String(replies[texts.length]?.[1])).runId;
+    const shas = texts.map(sha1);
+    if (ranIn !== runId || shas.some((sha, index) => replies[index]?.[1] !== sha)) {
+      // The transaction ran in another process than the INFO before it named (a restart, or a
+      // proxy that switched servers, in between). Its copies are never called; stop binding.
+      this.#off = true;
+      this.#logger.warn(
+        { member: this.#member, expected: runId, ranIn },
+        'bound scripts landed in another server process; this member uses the generic scripts from now on',
+      );
+      return;
+    }
+    this.#current = { runId, shas: Object.fromEntries(names.map((name, index) => [name, shas[index]!])) as Record<Bindable, string> };
+  }
+}

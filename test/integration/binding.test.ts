@@ -1,0 +1,95 @@
+/**
+ * Bound script copies (src/members/binding.ts): the acquire and fence scripts called without
+ * reading INFO server, on real redis-server processes, and what keeps a bound call from ever
+ * running in a process other than the one it names: a flushed cache, and a call that ioredis
+ * re-sends to a restarted process.
+ */
+import type Redis from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redlock } from '../../src/index.js';
+import type { RedisMember } from '../../src/members/redis-member.js';
+import { contextOf } from '../../src/redlock.js';
+import { startTestMasters, trust, type TestMasters } from './masters.js';
+import { eventually, fresh, scriptCalls, sleep } from './util.js';
+
+let servers: TestMasters;
+beforeAll(async () => {
+  servers = await startTestMasters(3);
+});
+afterEach(() => servers.heal());
+afterAll(() => servers?.close());
+
+const membersOf = (redlock: Redlock) => contextOf(redlock).members as RedisMember[];
+const runIdOf = async (client: Redis) => /run_id:(\w+)/.exec(await client.info('server'))![1]!;
+
+/** Waits until every member of `redlock` uses bound copies, and returns them. */
+async function boundCopies(redlock: Redlock) {
+  return eventually(async () => {
+    const copies = membersOf(redlock).map((member) => member.bound);
+    if (copies.some((copy) => copy === undefined)) throw new Error('not bound yet');
+    return copies.map((copy) => copy!);
+  });
+}
+
+const infoCalls = async (client: Redis) => Number(/cmdstat_info:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+
+describe('bound script copies', () => {
+  it('bind each member to its own process, and acquire without reading INFO server', async () => {
+    const redlock = new Redlock(servers.clients, { retryCount: 0 });
+    const copies = await boundCopies(redlock);
+    expect(copies.map((copy) => copy.runId)).toEqual(await Promise.all(servers.clients.map(runIdOf)));
+    await Promise.all(servers.clients.map((client) => client.config('RESETSTAT')));
+    for (let i = 0; i < 20; i++) await (await redlock.acquire(fresh('bound'), 5_000, { fencing: i % 2 === 0 })).release();
+    // Each acquire and fence call reads INFO replication only (one INFO call); a generic one
+    // reads INFO server too (two). Every script call but the 20 releases is one of them; the
+    // test's own INFO commandstats counts once more.
+    for (const client of servers.clients) {
+      const epochCalls = (await scriptCalls(client)) - 20;
+      expect(epochCalls).toBeGreaterThanOrEqual(20);
+      expect(await infoCalls(client)).toBeLessThanOrEqual(epochCalls + 1);
+    }
+  });
+
+  it('a flushed script cache: the member votes error once (NOSCRIPT, never counted), then binds a new copy', async () => {
+    const redlock = new Redlock(servers.clients, { retryCount: 0 });
+    const [before] = await boundCopies(redlock);
+    await servers.clients[0]!.script('FLUSH');
+    const lock = await redlock.acquire(fresh('flushed'), 5_000);
+    expect(lock.votes[0]).toMatchObject({ vote: 'error' });
+    expect(lock.votes[0]!.error!.message).toMatch(/NOSCRIPT/);
+    await lock.release();
+    const [after] = await boundCopies(redlock);
+    expect(after!.runId).toBe(before!.runId);
+    expect(after!.shas.quorumlockAcquire).not.toBe(before!.shas.quorumlockAcquire); // a fresh copy, never the old text again
+    const next = await redlock.acquire(fresh('flushed'), 5_000);
+    expect(next.votes[0]).toMatchObject({ vote: 'locked' });
+    await next.release();
+  });
+
+  it('a bound acquire that ioredis re-sends to a restarted process fails there with NOSCRIPT: nothing runs', async () => {
+    const redlock = new Redlock(servers.clients, { retryCount: 0 });
+    const [copy] = await boundCopies(redlock);
+    const [m0] = servers.masters;
+    // m0 takes our call into its socket but runs nothing; the other two decide the round.
+    await m0!.pause();
+    const resource = fresh('resent');
+    const lock = await redlock.acquire(resource, 10_000);
+    expect(lock.votes[0]!.vote).toBe('pending');
+    // The process dies with our EVALSHA unanswered; ioredis re-sends it to the new one.
+    await m0!.kill();
+    await m0!.restart();
+    await eventually(async () => {
+      expect(await servers.clients[0]!.ping()).toBe('PONG');
+    });
+    await sleep(100); // the re-sent call has run (or failed) by now: it was queued before the PING
+    expect(await servers.clients[0]!.get(resource)).toBeNull();
+    expect(await servers.clients[0]!.script('EXISTS', copy!.shas.quorumlockAcquire)).toEqual([0]);
+    expect(await servers.clients[0]!.exists('quorumlock:epoch')).toBe(0); // it never ran the epoch script
+    // The member binds to the new process, and its epoch starts afresh there.
+    const [rebound] = await boundCopies(redlock);
+    expect(rebound!.runId).toBe(await runIdOf(servers.clients[0]!));
+    expect(rebound!.runId).not.toBe(copy!.runId);
+    await lock.release();
+    await trust(servers.clients);
+  });
+});
