@@ -6,7 +6,25 @@
 import type Redis from 'ioredis';
 import { defaults } from '../src/index.js';
 import type { MasterSet } from '../test/harness/types.js';
-import { bounded, connect, describeError, drainAndClose, forceGc, max, now, quantile, ready, rotation, sleep, type Bounded } from './lib.js';
+import {
+  bounded,
+  commandstats,
+  connect,
+  describeError,
+  drainAndClose,
+  forceGc,
+  max,
+  monitorCalls,
+  now,
+  quantile,
+  ready,
+  rotation,
+  serverCpuUs,
+  sleep,
+  type Bounded,
+  type CommandTotals,
+  type MonitoredCalls,
+} from './lib.js';
 import { ALL, CLIENTS, type Held, type Locker, type Mode, type Peer, type PeerName } from './peers.js';
 
 export interface Limits {
@@ -153,15 +171,30 @@ export async function uncontended(set: MasterSet, o: { cycles: number; warmup: n
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. Cycles/s on distinct keys at concurrency 1, 16, 128: N loops for a time slice, interleaved slices
+// 2. Cycles/s on distinct keys at concurrency 1, 16, 128, 512: N loops for a time slice, interleaved
+// slices (one client at a time), with the slice's failed acquires and the bench process's CPU per cycle
+
+/** The longest a slice waits for every loop's first cycle before opening its window anyway. */
+const RAMP_LIMIT_MS = 2000;
 
 export interface ThroughputSlice {
   client: PeerName;
   round: number;
   concurrency: number;
+  /** Cycles completed inside the measured window (what cycles/s counts). */
   cycles: number;
   perSecond: number;
+  /** From the slice's start until every loop had finished its first cycle: the window opened then. */
+  rampMs: number;
+  /** The measured window: sliceMs, up to the first completion after it. */
+  windowMs: number;
+  /** From the window's close until the last loop returned. */
   drainMs: number;
+  /** Acquires of the whole slice (ramp, window, drain) that rejected (any error, "could not lock" included) or hung. */
+  failed: number;
+  /** process.cpuUsage() (user + system) over the window, in µs, and per cycle completed in it. */
+  cpuUs: number;
+  cpuPerCycleUs: number;
 }
 export interface ThroughputResult {
   slices: ThroughputSlice[];
@@ -192,22 +225,72 @@ export async function throughput(
         sliceIndex++,
       )) {
         const { peer, locker } = opened[c]!;
+        // The N loops start together, so their first cycles go out as one burst and come back
+        // together (at c = 512 that burst alone is longer than a quick slice). The measured window
+        // opens once every loop has finished (or failed) its first cycle, when they have spread out,
+        // and closes at the first completion ≥ sliceMs later; the cycles completed inside it count,
+        // and the CPU over exactly that span is theirs.
+        const sliceStart = now();
+        let windowStart = Infinity;
+        let end = Infinity;
+        let closedAt: number | undefined;
+        let cpuAtStart = process.cpuUsage();
+        let cpuInWindow: NodeJS.CpuUsage | undefined;
+        let rampedLoops = 0;
         let done = 0;
-        const end = now() + o.sliceMs;
+        let failed = 0;
+        const openWindow = () => {
+          if (windowStart !== Infinity) return;
+          windowStart = now();
+          end = windowStart + o.sliceMs;
+          cpuAtStart = process.cpuUsage();
+        };
+        const rampLimit = setTimeout(openWindow, RAMP_LIMIT_MS); // a loop whose first cycle hangs does not hold the window shut
         const loop = async () => {
+          let first = true;
           while (now() < end) {
-            const { cycleMs } = await cycle(locker, `fig2:${c}:${++key}`, TTL, o.limits, inc[c]!);
-            if (Number.isFinite(cycleMs) && now() <= end) done++;
+            const { acquired, cycleMs } = await cycle(locker, `fig2:${c}:${++key}`, TTL, o.limits, inc[c]!);
+            if (acquired.status !== 'ok') failed++;
+            const at = now();
+            if (closedAt === undefined && at >= windowStart) {
+              if (Number.isFinite(cycleMs)) done++;
+              if (at >= end) {
+                closedAt = at;
+                cpuInWindow = process.cpuUsage(cpuAtStart);
+              }
+            }
+            if (first) {
+              first = false;
+              if (++rampedLoops === concurrency) openWindow();
+            }
           }
         };
         await Promise.all(Array.from({ length: concurrency }, loop));
-        const drainMs = now() - end;
-        slices.push({ client: peer.name, round, concurrency, cycles: done, perSecond: done / (o.sliceMs / 1000), drainMs });
+        clearTimeout(rampLimit);
+        if (closedAt === undefined) {
+          closedAt = now();
+          cpuInWindow = process.cpuUsage(cpuAtStart);
+        }
+        const windowMs = closedAt - windowStart;
+        const cpuUs = cpuInWindow!.user + cpuInWindow!.system;
+        slices.push({
+          client: peer.name,
+          round,
+          concurrency,
+          cycles: done,
+          perSecond: done / (windowMs / 1000),
+          rampMs: windowStart - sliceStart,
+          windowMs,
+          drainMs: now() - closedAt,
+          failed,
+          cpuUs,
+          cpuPerCycleUs: done > 0 ? cpuUs / done : NaN,
+        });
       }
       o.log(
         `  round ${round}, concurrency ${concurrency}: ${slices
           .slice(-opened.length)
-          .map((s) => `${s.client} ${s.perSecond.toFixed(0)}/s`)
+          .map((s) => `${s.client} ${s.perSecond.toFixed(0)}/s ${s.cpuPerCycleUs.toFixed(0)} µs CPU${s.failed ? ` ${s.failed} failed` : ''}`)
           .join(', ')}`,
       );
     }
@@ -571,4 +654,182 @@ export async function memory(set: MasterSet, o: { cycles: number; concurrency: n
     perSecond: o.cycles / elapsed,
     incidents: inc,
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Server time per call: each client alone (raw included) on the 5 masters, INFO commandstats
+
+/** Script commands: their time includes every command the script calls. */
+export const SCRIPT_COMMANDS: ReadonlySet<string> = new Set(['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'fcall', 'fcall_ro']);
+/** The bench's own commands inside a window (INFO commandstats is not in its own answer). */
+const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['config|resetstat']);
+/** Locks held through the acquire-only window and released in the release-only window. */
+export const HOLD_TTL = 60_000;
+/** Lock pairs run under MONITOR to find which calls come from inside scripts. */
+const CALIBRATION_OPS = 20;
+
+export interface CommandStat extends CommandTotals {
+  /** Of its calls, the share MONITOR saw made from inside a script (0 when not calibrated). */
+  innerShare: number;
+}
+
+export interface ServerWindow {
+  /** Operations completed in the window: cycles, acquires or releases. */
+  ops: number;
+  /** Per command, summed over the 5 members (the bench's CONFIG RESETSTAT left out). */
+  commands: Record<string, CommandStat>;
+  /** Σ usec of the commands the client sent (a script's inner commands are inside its time, counted once). */
+  topLevelUs: number;
+  /** Σ usec of every command as commandstats lists them (a script's inner commands counted a second time). */
+  allUs: number;
+  /** redis-server main-thread CPU (INFO cpu, user + system) over the window, summed over the members, less an empty window's. */
+  cpuUs: number;
+}
+
+export interface ServerTimeRow {
+  client: PeerName;
+  /** N acquire + release cycles, one at a time. */
+  cycles: ServerWindow;
+  /** N acquires, one at a time, the locks held (ttl 60 s) ... */
+  acquire: ServerWindow;
+  /** ... then released, one at a time. */
+  release: ServerWindow;
+  /** MONITOR saw every member's stream through (else every innerShare is 0: inner commands counted twice). */
+  calibrated: boolean;
+  incidents: Incidents;
+}
+
+export interface ServerTimeResult {
+  rows: ServerTimeRow[];
+  /** redis-server CPU of an empty window (the bench's own INFO / RESETSTAT and pauses), subtracted from every window. */
+  emptyWindowCpuUs: number;
+}
+
+function innerShares(calibration: Map<string, MonitoredCalls> | undefined) {
+  return (name: string): number => {
+    const c = calibration?.get(name);
+    return c && c.top + c.inner > 0 ? c.inner / (c.top + c.inner) : 0;
+  };
+}
+
+/** RESETSTAT on every member, `run`, then every member's commandstats and the server CPU it took. */
+async function serverWindow(admin: Redis[], emptyCpuUs: number, share: (name: string) => number, run: () => Promise<number>): Promise<ServerWindow> {
+  await sleep(50); // a client decides at a quorum: commands to the other members may still be on their way
+  const cpuBefore = await serverCpuUs(admin);
+  await Promise.all(admin.map((c) => c.config('RESETSTAT')));
+  const ops = await run();
+  await sleep(50);
+  const stats = await commandstats(admin);
+  const cpuUs = (await serverCpuUs(admin)) - cpuBefore - emptyCpuUs;
+  const commands: Record<string, CommandStat> = {};
+  let topLevelUs = 0;
+  let allUs = 0;
+  for (const [name, totals] of stats) {
+    if (ADMIN_COMMANDS.has(name)) continue;
+    const innerShare = share(name);
+    commands[name] = { ...totals, innerShare };
+    allUs += totals.usec;
+    topLevelUs += totals.usec * (1 - innerShare);
+  }
+  return { ops, commands, topLevelUs, allUs, cpuUs };
+}
+
+export async function serverTime(
+  set: MasterSet,
+  o: { cycles: number; warmup: number; limits: Limits; log: (line: string) => void },
+): Promise<ServerTimeResult> {
+  const admin = connect(set);
+  await ready(admin);
+  const empty: number[] = [];
+  for (let i = 0; i < 3; i++)
+    empty.push(
+      (
+        await serverWindow(
+          admin,
+          0,
+          () => 0,
+          async () => 0,
+        )
+      ).cpuUs,
+    );
+  const emptyWindowCpuUs = quantile(empty, 0.5);
+  const rows: ServerTimeRow[] = [];
+  let key = 0;
+  try {
+    for (const peer of ALL) {
+      // Alone: nothing else is connected to the masters but this client and the bench's own connections.
+      const [opened] = (await open(set, [peer])) as [Opened];
+      const { locker } = opened;
+      const inc = incidents();
+      const c = ALL.indexOf(peer);
+      for (let i = 0; i < o.warmup; i++) await cycle(locker, `fig7:warm:${c}:${++key}`, TTL, o.limits, inc); // scripts loaded, JIT warm
+
+      const acquireAll = async (count: number, prefix: string, held: Held[]) => {
+        for (let i = 0; i < count; i++) {
+          const r = await boundedAcquire(locker, `${prefix}:${c}:${++key}`, HOLD_TTL, o.limits, inc);
+          if (r.status === 'ok') held.push(r.value);
+          else if (r.status === 'hung') inc.hung++;
+          else noteError(inc, r.error);
+        }
+        return held.length;
+      };
+      const releaseAll = async (held: Held[]) => {
+        let released = 0;
+        for (const lock of held.splice(0)) {
+          const r = await boundedRelease(lock, o.limits, inc);
+          if (r.status === 'ok') {
+            released++;
+            if (!r.value) inc.releaseUnconfirmed++;
+          } else if (r.status === 'hung') inc.hung++;
+          else {
+            inc.releaseErrors++;
+            inc.firstError ??= `release: ${describeError(r.error)}`;
+          }
+        }
+        return released;
+      };
+
+      // Which commands come from inside scripts, per phase (MONITOR, outside the measured windows).
+      const held: Held[] = [];
+      const acquireCalls = await monitorCalls(admin, async () => void (await acquireAll(CALIBRATION_OPS, 'fig7:cal', held)));
+      const releaseCalls = await monitorCalls(admin, async () => void (await releaseAll(held)));
+      const calibrated = acquireCalls !== undefined && releaseCalls !== undefined;
+      const both = new Map<string, MonitoredCalls>();
+      for (const calls of [acquireCalls, releaseCalls])
+        for (const [name, { top, inner }] of calls ?? []) {
+          const entry = both.get(name) ?? { top: 0, inner: 0 };
+          both.set(name, { top: entry.top + top, inner: entry.inner + inner });
+        }
+
+      const cycles = await serverWindow(admin, emptyWindowCpuUs, innerShares(both), async () => {
+        let done = 0;
+        for (let i = 0; i < o.cycles; i++) if (Number.isFinite((await cycle(locker, `fig7:${c}:${++key}`, TTL, o.limits, inc)).cycleMs)) done++;
+        return done;
+      });
+      const acquire = await serverWindow(admin, emptyWindowCpuUs, innerShares(acquireCalls), () => acquireAll(o.cycles, 'fig7:held', held));
+      const release = await serverWindow(admin, emptyWindowCpuUs, innerShares(releaseCalls), () => releaseAll(held));
+      await close([opened]);
+      const row: ServerTimeRow = { client: peer.name, cycles, acquire, release, calibrated, incidents: inc };
+      rows.push(row);
+      const script = scriptTotals(cycles);
+      o.log(
+        `  ${peer.name}: ${(cycles.topLevelUs / cycles.ops).toFixed(1)} µs server per cycle (${(cycles.cpuUs / cycles.ops).toFixed(1)} µs CPU), ${(acquire.topLevelUs / acquire.ops).toFixed(1)} per acquire, ${(release.topLevelUs / release.ops).toFixed(1)} per release; scripts ${(script.calls / cycles.ops).toFixed(1)} calls per cycle, ${(script.usec / script.calls).toFixed(1)} µs per call${calibrated ? '' : ' (MONITOR calibration incomplete: inner commands counted twice)'}`,
+      );
+    }
+  } finally {
+    for (const client of admin) client.disconnect();
+  }
+  return { rows, emptyWindowCpuUs };
+}
+
+/** Calls and µs of the script commands (eval, evalsha, fcall, …) in a window. */
+export function scriptTotals(w: ServerWindow): CommandTotals {
+  let calls = 0;
+  let usec = 0;
+  for (const [name, stat] of Object.entries(w.commands))
+    if (SCRIPT_COMMANDS.has(name)) {
+      calls += stat.calls;
+      usec += stat.usec;
+    }
+  return { calls, usec };
 }

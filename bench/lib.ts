@@ -130,3 +130,92 @@ export const describeError = (error: unknown): string => {
   }
   return String(error).slice(0, 300);
 };
+
+// ---------------------------------------------------------------------------------------------
+// Server-side accounting (figure 7): INFO commandstats, INFO cpu, MONITOR
+
+export interface CommandTotals {
+  calls: number;
+  usec: number;
+}
+
+/** INFO commandstats of every member, summed per command (named as Redis names them: evalsha, set, config|resetstat). */
+export async function commandstats(clients: readonly Redis[]): Promise<Map<string, CommandTotals>> {
+  const totals = new Map<string, CommandTotals>();
+  for (const client of clients) {
+    for (const line of (await client.info('commandstats')).split('\n')) {
+      const match = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
+      if (!match) continue;
+      const entry = totals.get(match[1]!) ?? { calls: 0, usec: 0 };
+      entry.calls += Number(match[2]);
+      entry.usec += Number(match[3]);
+      totals.set(match[1]!, entry);
+    }
+  }
+  return totals;
+}
+
+/** redis-server CPU time (user + system; the main thread's where INFO cpu gives it), summed over the members, in µs. */
+export async function serverCpuUs(clients: readonly Redis[]): Promise<number> {
+  let total = 0;
+  for (const client of clients) {
+    const fields = new Map<string, number>();
+    for (const line of (await client.info('cpu')).split('\n')) {
+      const [name, value] = line.trim().split(':');
+      if (name && value !== undefined) fields.set(name, Number(value));
+    }
+    const main = (fields.get('used_cpu_user_main_thread') ?? NaN) + (fields.get('used_cpu_sys_main_thread') ?? NaN);
+    total += (Number.isFinite(main) ? main : (fields.get('used_cpu_user') ?? NaN) + (fields.get('used_cpu_sys') ?? NaN)) * 1e6;
+  }
+  return total;
+}
+
+export interface MonitoredCalls {
+  /** Calls a client sent. */
+  top: number;
+  /** Calls made from inside a script (MONITOR's "lua" source). */
+  inner: number;
+}
+
+/**
+ * Runs `run` with MONITOR on every member and counts, per command, the calls clients sent and the
+ * calls scripts made: INFO commandstats counts a script's inner commands both under their own names
+ * and inside the script's time, and MONITOR is the only place a server tells them apart. Keyed by
+ * the command name and by "name|first argument" (commandstats' name for subcommands). Undefined if
+ * some member's stream did not reach the end marker within `limitMs`.
+ */
+export async function monitorCalls(clients: readonly Redis[], run: () => Promise<void>, limitMs = 5000): Promise<Map<string, MonitoredCalls> | undefined> {
+  const marker = `bench-monitor-end-${Math.random().toString(36).slice(2)}`;
+  const counts = new Map<string, MonitoredCalls>();
+  const ended = new Set<number>();
+  let allEnded!: () => void;
+  const done = new Promise<void>((resolve) => (allEnded = resolve));
+  const monitors = await Promise.all(clients.map((c) => c.monitor()));
+  monitors.forEach((monitor, i) => {
+    monitor.on('error', () => {});
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      const name = (args[0] ?? '').toLowerCase();
+      if (name === 'echo' && args[1] === marker) {
+        ended.add(i);
+        if (ended.size === monitors.length) allEnded();
+        return;
+      }
+      const keys = args.length > 1 ? [name, `${name}|${args[1]!.toLowerCase()}`] : [name];
+      for (const key of keys) {
+        const entry = counts.get(key) ?? { top: 0, inner: 0 };
+        if (source === 'lua') entry.inner++;
+        else entry.top++;
+        counts.set(key, entry);
+      }
+    });
+  });
+  try {
+    await run();
+    await sleep(50); // a client decides at a quorum: commands to the other members may still be on their way
+    await Promise.all(clients.map((c) => c.echo(marker)));
+    const complete = await bounded(() => done, limitMs);
+    return complete.status === 'ok' ? counts : undefined;
+  } finally {
+    for (const monitor of monitors) monitor.disconnect();
+  }
+}

@@ -8,6 +8,7 @@
 import type Redis from 'ioredis';
 import { createRequire } from 'node:module';
 import { ExecutionError, Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
+import { RedlockMutex, TimeoutError as SemaphoreTimeoutError } from 'redis-semaphore';
 import { createRedlock, IoredisAdapter, LockAcquisitionError } from 'redlock-universal';
 import { LockAcquireError, Redlock } from '../src/index.js';
 import { now } from './lib.js';
@@ -183,6 +184,47 @@ const sesame: Peer = {
 };
 
 // ---------------------------------------------------------------------------------------------
+// redis-semaphore 5.x RedlockMutex: like redlock-universal, a mutex object is bound to one key, so
+// one is made per acquire (as its README does), over the members' ioredis clients. Its lock TTL is
+// the `lockTimeout` option, so the bench's ttl goes there; everything else is its default.
+
+/** Locks redis-semaphore reported lost (its refresh found the key gone): logged, never thrown. */
+let semaphoreLostLocks = 0;
+
+const redisSemaphore: Peer = {
+  name: 'redis-semaphore',
+  settings: {
+    defaults:
+      'defaults: acquireTimeout 10000, retryInterval 10, acquireAttemptsLimit ∞ (retries until acquireTimeout); auto-refresh every 0.8 × ttl; no per-member timeout (waits for all members); onLockLost logged (its default throws, which would end the bench)',
+    'one-attempt': 'acquireAttemptsLimit 1 (one attempt); no per-member timeout',
+  },
+  create(members, mode = 'defaults') {
+    return {
+      async acquire(resource, ttl) {
+        const started = now();
+        const mutex = new RedlockMutex(members, resource, {
+          lockTimeout: ttl,
+          ...(mode === 'one-attempt' ? { acquireAttemptsLimit: 1 } : {}),
+          onLockLost: (error) => console.error(`redis-semaphore: lock lost (${++semaphoreLostLocks} so far): ${error.message}`),
+        });
+        await mutex.acquire(); // rejects (TimeoutError) when no quorum before acquireTimeout / the attempts limit
+        // It claims no validity (no drift, no elapsed time): what it has is at most ttl from the
+        // winning round's SETs, counted here (conservatively) from the acquire() call.
+        return {
+          validityMs: ttl - (now() - started),
+          release: async () => {
+            await mutex.release(); // no quorum check: every member's error is swallowed
+            return true;
+          },
+        };
+      },
+      isAcquireFailure: (error) => error instanceof SemaphoreTimeoutError,
+      close: async () => undefined,
+    };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
 // redlock-universal 0.8.5: a RedLock object is bound to one key, so one is made per acquire (as
 // its README's createRedlock / createRedlocks do), over one IoredisAdapter per member.
 
@@ -212,9 +254,9 @@ const universal: Peer = {
   },
 };
 
-export type PeerName = 'raw' | 'quorumlock' | 'node-redlock' | '@sesamecare-oss/redlock' | 'redlock-universal';
+export type PeerName = 'raw' | 'quorumlock' | 'node-redlock' | '@sesamecare-oss/redlock' | 'redis-semaphore' | 'redlock-universal';
 
 /** raw first, then quorumlock, then the peers. */
-export const ALL: readonly Peer[] = [raw, quorumlock, nodeRedlock, sesame, universal];
-/** The four clients (no raw reference). */
+export const ALL: readonly Peer[] = [raw, quorumlock, nodeRedlock, sesame, redisSemaphore, universal];
+/** The five clients (no raw reference). */
 export const CLIENTS: readonly Peer[] = ALL.filter((p) => p.name !== 'raw');

@@ -1,23 +1,31 @@
 /**
- * npm run bench [-- --quick] [-- --rss] [-- --only 1,3] [-- --cycles 200000] [-- --op-timeout 6000]
+ * npm run bench [-- --quick] [-- --rss] [-- --only 1,3,7] [-- --cycles 200000] [-- --op-timeout 6000]
  *
- * quorumlock against node-redlock v4 (`redlock`), @sesamecare-oss/redlock (the maintained v5 fork)
- * and redlock-universal, each with its default settings, on the same 5 local masters, and a raw
- * reference (bench/core.ts rawCycle) that no client can beat:
+ * quorumlock against node-redlock v4 (`redlock`), @sesamecare-oss/redlock (the maintained v5 fork),
+ * redis-semaphore's RedlockMutex and redlock-universal, each with its default settings, on the same
+ * 5 local masters, and a raw reference (bench/core.ts rawCycle) that no client can beat:
  *
  *   1. uncontended acquire + release latency (distinct keys, one at a time, interleaved per cycle)
- *   2. cycles/s at concurrency 1, 16, 128 (interleaved time slices)
+ *   2. cycles/s at concurrency 1, 16, 128, 512 (interleaved time slices, one client at a time,
+ *      counted once every loop has finished its first cycle), with each slice's failed acquires
+ *      (rejected or hung) and the bench process's CPU per completed cycle (process.cpuUsage, user +
+ *      system, over the same window)
  *   3. contended handoff: 8 workers on one key, 1 ms holds, for every client
  *   4. acquire latency with 2 of 5 members paused (SIGSTOP)
  *   5. time to fail one attempt with 3 of 5 paused
  *   6. quorumlock RSS / heap over 1,000,000 cycles at concurrency 128 (full run, or --rss)
+ *   7. server time per call: each client alone, CONFIG RESETSTAT on all 5 masters, N uncontended
+ *      cycles, then INFO commandstats (and INFO cpu) of every member; then N acquires held and their
+ *      N releases, each phase on its own, for the server time per acquire (script) call. A short
+ *      MONITOR run first tells a script's inner commands (inside the script's own time) from the
+ *      commands the client sent, so nothing is counted twice.
  *
  * Every single operation is bounded by an outer timeout (--op-timeout, default 6000 ms: above
  * redlock-universal's own 5000 ms command timeout, so that one shows as "fails in 5 s" and only real
  * hangs as hung). Prints Markdown; writes bench/results/bench.md and bench/results/bench.json.
  *
- * --quick: short slices and few cycles, no figure 6 (unless --rss), about a minute.
- * default: the full run, about 11 minutes on a 2-core machine (6 of them in figure 6).
+ * --quick: short slices and few cycles, no figure 6 (unless --rss), about a minute and a half.
+ * default: the full run, about 15 minutes on a 2-core machine (6 of them in figure 6).
  */
 import Redis from 'ioredis';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -25,7 +33,7 @@ import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
 import { Redlock } from '../src/index.js';
-import { handoffRound, memory, threePaused, throughput, twoPaused, uncontended, type HandoffRound, type Limits } from './figures.js';
+import { handoffRound, memory, serverTime, threePaused, throughput, twoPaused, uncontended, type HandoffRound, type Limits } from './figures.js';
 import { describeError, now } from './lib.js';
 import { CLIENTS } from './peers.js';
 import { report, type Results } from './report.js';
@@ -46,11 +54,12 @@ const wants = (figure: number) => (only ? only.has(figure) : figure !== 6 || !qu
 const limits: Limits = { opTimeoutMs: Number(values['op-timeout']), maxTroubled: quick ? 1 : 3 };
 const plan = {
   uncontended: { cycles: quick ? 300 : 3000, warmup: quick ? 50 : 200 },
-  throughput: { concurrency: [1, 16, 128], sliceMs: quick ? 500 : 3000, rounds: quick ? 1 : 2 },
+  throughput: { concurrency: [1, 16, 128, 512], sliceMs: quick ? 500 : 3000, rounds: quick ? 1 : 2 },
   handoff: { seconds: quick ? 2 : 5, rounds: quick ? 1 : 2 },
   twoPaused: { cycles: quick ? 100 : 1000, warmup: quick ? 20 : 100 },
   threePaused: { samples: quick ? 10 : 50 },
   memory: { cycles: values.cycles ? Number(values.cycles) : quick ? 100_000 : 1_000_000, concurrency: 128 },
+  serverTime: { cycles: quick ? 300 : 3000, warmup: quick ? 50 : 200 },
 };
 const log = (line: string) => console.error(line);
 
@@ -120,6 +129,10 @@ await figure(5, '3 of 5 paused', async () => {
 });
 await figure(6, 'memory', async () => {
   results.figures.memory = await memory(set, { ...plan.memory, limits, log });
+});
+// After every other figure has closed its connections: each client runs alone on the masters.
+await figure(7, 'server time per call', async () => {
+  results.figures.serverTime = await serverTime(set, { ...plan.serverTime, limits, log });
 });
 
 results.seconds.total = (now() - startedAt) / 1000;
