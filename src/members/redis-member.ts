@@ -64,8 +64,11 @@ export class RedisMember implements Member {
     keepOutOfAutoPipelining(client as Redis);
     this.#server = watchServer(client, this.id, logger, this.#topology.readFacts);
     this.#binding = new ScriptBinding(client as Redis, this.id, logger, this.#topology.oneSocket && this.#topology.readFacts !== undefined);
-    this.#server.listeners.add(() => this.#binding.follow(this.#server.facts));
-    this.#binding.follow(this.#server.facts);
+    // After a lost connection (watch.ts: stale until the next reading names the process), calls
+    // go by the generic scripts: the connection may have come back to another process.
+    const follow = () => this.#binding.follow(this.#server.stale ? undefined : this.#server.facts);
+    this.#server.listeners.add(follow);
+    follow();
   }
 
   /** The socket corked for the current tick (see #call), if any, and the calls written into it. */

@@ -10,9 +10,11 @@ import { whyNotCounting, type ServerFacts } from '../store/server.js';
 /** What the server said about itself at its last (re)connect or refresh; undefined until then. */
 export interface ServerWatch {
   facts: ServerFacts | undefined;
+  /** The connection was lost since `facts` were read: they may be another process's now. */
+  stale: boolean;
   /** Settles once the first reading succeeded or failed. */
   readonly firstReading: Promise<void>;
-  /** Called after every reading (the Redlock checks for duplicate members). */
+  /** Called after every reading, and when the connection is lost (the Redlock checks for duplicate members). */
   readonly listeners: Set<() => void>;
 }
 
@@ -36,7 +38,7 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
   const known = watches.get(client);
   if (known) return known;
   let settleFirst!: () => void;
-  const watch: ServerWatch = { facts: undefined, firstReading: new Promise<void>((resolve) => (settleFirst = resolve)), listeners: new Set() };
+  const watch: ServerWatch = { facts: undefined, stale: false, firstReading: new Promise<void>((resolve) => (settleFirst = resolve)), listeners: new Set() };
   watches.set(client, watch);
   if (readFacts === undefined) {
     settleFirst();
@@ -51,6 +53,7 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
           if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts)))
             logger.warn({ member: id, why }, 'member will not count toward quorum');
           watch.facts = facts;
+          watch.stale = false;
           for (const listener of watch.listeners) listener();
         },
         (error: Error) => logger.warn({ member: id, error: error.message }, 'could not read the member INFO (ACL: allow +info)'),
@@ -59,6 +62,10 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
   };
   read();
   client.on('ready', read);
+  client.on('close', () => {
+    watch.stale = true;
+    for (const listener of watch.listeners) listener();
+  });
   // In the background: the watch must never keep the process alive.
   const refresh = setInterval(read, SERVER_REFRESH_MS);
   refresh.unref();
