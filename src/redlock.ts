@@ -177,7 +177,9 @@ export class Redlock {
     checkTtl(ttl, this.settings);
     // Checked as given: a non-object spread below would pass as an object.
     checkOptionsObject(options);
-    const policy = checkAcquireOptions({ ...options, retryCount: 0 }, this.settings);
+    // Named, not spread (a spread costs ~2 µs): what one attempt can use, as before.
+    const { signal, fencing, waitTimeout } = options as AcquireOptions;
+    const policy = checkAcquireOptions({ signal, fencing, waitTimeout, retryCount: 0 }, this.settings);
     const lockId = newWaiterId();
     // 'taken' is an answer here, not a failure: so it is for tracers too.
     const won = await this.#traced(lockId, names, ttl, () =>

@@ -80,7 +80,7 @@ export async function acquireWithRetries(
   let rollback: Promise<unknown> = Promise.resolve();
   // One ticket for the whole call: the order of arrival decides who is next.
   const waiter: Waiter = { id: lockId, ticket: clock.epochMs(), leaseMs: leaseFor(policy, settings.nodeTimeout) };
-  const outOfLine: Waiter = { ...waiter, leaseMs: 0 };
+  const outOfLine: Waiter = { id: waiter.id, ticket: waiter.ticket, leaseMs: 0 };
   let watch: Watch | undefined;
   let joined = false;
   let wasInLine = false;
