@@ -10,7 +10,9 @@ import { createRequire } from 'node:module';
 import { ExecutionError, Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { RedlockMutex, TimeoutError as SemaphoreTimeoutError } from 'redis-semaphore';
 import { createRedlock, IoredisAdapter, LockAcquisitionError } from 'redlock-universal';
-import { LockAcquireError, Redlock } from '../src/index.js';
+import { quorumlock as library } from './quorumlock.js';
+
+const { LockAcquireError, Redlock } = library;
 import { now } from './lib.js';
 
 export interface Held {

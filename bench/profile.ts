@@ -11,7 +11,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
-import { Redlock } from '../src/index.js';
+import { from, quorumlock } from './quorumlock.js';
+
+const { Redlock } = quorumlock;
 
 const { values } = parseArgs({
   options: { cycles: { type: 'string', default: '20000' }, concurrency: { type: 'string', default: '1' }, fencing: { type: 'boolean', default: false } },
@@ -64,7 +66,7 @@ try {
   }
   const done = Math.ceil(cycles / concurrency) * concurrency;
   console.log(
-    `${done} cycles at concurrency ${concurrency}${values.fencing ? ', fenced' : ''}: ${(done / (elapsedMs / 1000)).toFixed(0)} cycles/s, client CPU ${((cpu.user + cpu.system) / done).toFixed(1)} µs per cycle (user ${(cpu.user / done).toFixed(1)}, system ${(cpu.system / done).toFixed(1)})`,
+    `quorumlock from ${from}: ${done} cycles at concurrency ${concurrency}${values.fencing ? ', fenced' : ''}: ${(done / (elapsedMs / 1000)).toFixed(0)} cycles/s, client CPU ${((cpu.user + cpu.system) / done).toFixed(1)} µs per cycle (user ${(cpu.user / done).toFixed(1)}, system ${(cpu.system / done).toFixed(1)})`,
   );
   console.log('\nself time, heaviest first:');
   for (const [name, hits] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 40))

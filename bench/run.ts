@@ -32,7 +32,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
-import { Redlock } from '../src/index.js';
+import { from, quorumlock } from './quorumlock.js';
+
+const { Redlock } = quorumlock;
 import { handoffRound, memory, serverTime, threePaused, throughput, twoPaused, uncontended, type HandoffRound, type Limits } from './figures.js';
 import { describeError, now } from './lib.js';
 import { CLIENTS } from './peers.js';
@@ -66,7 +68,7 @@ const log = (line: string) => console.error(line);
 const startedAt = now();
 const results: Results = {
   date: new Date().toISOString(),
-  node: process.version,
+  node: `${process.version}; quorumlock from ${from}`,
   machine: `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), load average ${loadavg()
     .map((l) => l.toFixed(2))
     .join(' ')} at start`,
