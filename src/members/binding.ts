@@ -21,9 +21,16 @@
  *   wherever the call lands), so a call that reaches any other process, re-sent or retargeted,
  *   fails with NOSCRIPT and is never counted; after a NOSCRIPT the member stops using that copy
  *   and binds afresh, with a new nonce.
- * Where any of this cannot be known (Redis < 7, where SCRIPT LOAD is propagated; Dragonfly,
- * which has no run id; a Cluster, whose calls spread over nodes; a client that is not ioredis'
- * own Redis; no permission for SCRIPT LOAD), the generic scripts read INFO server, as before.
+ * Where any of this cannot be known (Redis < 7, where SCRIPT LOAD is propagated: checked on the
+ * process the loader reached too; Dragonfly, which has no run id; a Cluster, whose calls spread
+ * over nodes; a client that is not ioredis' own Redis, or whose reconnectOnError may re-send a
+ * call that met NOSCRIPT forever; no permission for SCRIPT LOAD or MULTI), the generic scripts
+ * read INFO server, as before.
+ *
+ * What it costs the server: two scripts (~11 KB each, with their compiled code) per bound
+ * client, in each member's script cache until that server restarts or SCRIPT FLUSH (a script
+ * loaded by SCRIPT LOAD is never evicted). One binding serves every Redlock on a client; a copy is
+ * loaded only where the loader reached the very process the client's own connection reports.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -36,6 +43,18 @@ const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
 /** A Redis ≥ 7 process with a run id. */
 function canBind(facts: ServerFacts): boolean {
   return /^[0-9a-f]{40}$/.test(facts.runId) && Number(facts.version?.split('.')[0]) >= 7;
+}
+
+/** The most a load may take: a server that accepts the connection and never answers must not hold it (or the process) longer. */
+const LOAD_TIMEOUT_MS = 2_000;
+
+/** One binding per client, however many Redlocks share it (as the server watch: watch.ts). */
+const bindings = new WeakMap<object, ScriptBinding>();
+
+export function bindingOf(client: Redis, member: string, logger: Logger, usable: boolean): ScriptBinding {
+  let binding = bindings.get(client);
+  if (!binding) bindings.set(client, (binding = new ScriptBinding(client, member, logger, usable)));
+  return binding;
 }
 
 export class ScriptBinding {
@@ -53,8 +72,9 @@ export class ScriptBinding {
     this.#client = client;
     this.#member = member;
     this.#logger = logger;
-    // Only ioredis' own Redis class gives the guarantees above (duplicate, MULTI, sendCommand).
-    this.#off = !usable || !(client instanceof Redis);
+    // Only ioredis' own Redis class gives the guarantees above (duplicate, MULTI, sendCommand);
+    // a reconnectOnError would re-send a bound call that met NOSCRIPT, reconnecting forever.
+    this.#off = !usable || !(client instanceof Redis) || client.options.reconnectOnError != null;
   }
 
   /** @internal The verified copies in use (tests, diagnostics): their process and SHAs. */
@@ -98,22 +118,45 @@ export class ScriptBinding {
       retryStrategy: () => null,
     });
     loader.on('error', () => undefined);
+    // Never longer than LOAD_TIMEOUT_MS, and never past the user's client: a loader must not
+    // keep the process alive once they quit.
+    const close = () => loader.disconnect();
+    const deadline = setTimeout(close, LOAD_TIMEOUT_MS);
+    deadline.unref();
+    this.#client.once('end', close);
     this.#bindOn(loader)
-      .catch((error: Error) => {
-        // No permission for SCRIPT LOAD or MULTI, a connection that failed: the generic
-        // scripts go on working. Try again at the next reading of the member's INFO.
+      .catch((error: Error & { previousErrors?: Error[] }) => {
+        // An ACL refusal inside MULTI surfaces as EXECABORT, with the NOPERM among previousErrors.
+        const said = [error.message, ...(error.previousErrors ?? []).map((previous) => previous.message)].join(' ');
+        if (/NOPERM/.test(said)) {
+          // A user without SCRIPT LOAD, MULTI or EXEC (README, ACL): it never will have them.
+          this.#off = true;
+          this.#logger.warn(
+            { member: this.#member, error: error.message },
+            'no permission to load bound scripts (+script|load +multi +exec): the generic scripts read INFO server on every call',
+          );
+          return;
+        }
+        // A connection that failed or timed out: the generic scripts go on working. Try again
+        // at the next reading of the member's INFO.
         this.#logger.debug({ member: this.#member, error: error.message }, 'could not load bound scripts; using the generic ones');
       })
       .finally(() => {
         this.#loading = false;
-        loader.disconnect();
+        clearTimeout(deadline);
+        this.#client.off('end', close);
+        close();
       });
   }
 
   async #bindOn(loader: Redis): Promise<void> {
     await loader.connect();
-    const { runId } = serverFacts(await loader.info('server'));
-    if (!/^[0-9a-f]{40}$/.test(runId)) return;
+    const facts = serverFacts(await loader.info('server'));
+    const { runId } = facts;
+    // Only into the process the client's own connection reports, and only one that keeps loaded
+    // scripts to itself (Redis ≥ 7): the loader may have reached another (a failover behind one
+    // address, a proxy), and loading there would leave a copy nobody can call.
+    if (!canBind(facts) || runId !== this.#runId) return;
     const nonce = randomBytes(8).toString('hex');
     const names = Object.keys(BINDABLE) as Bindable[];
     const texts = names.map((name) => boundLua(BINDABLE[name], runId, nonce));

@@ -8,7 +8,7 @@ import { Command, type Redis } from 'ioredis';
 import { nextTick } from 'node:process';
 import type { Logger } from '../options/settings.js';
 import { BINDABLE, keepOutOfAutoPipelining, registerScripts, type Bindable, type ScriptCommands } from '../store/scripts.js';
-import { ScriptBinding } from './binding.js';
+import { bindingOf, type ScriptBinding } from './binding.js';
 import {
   acquireArgs,
   decodeAcquire,
@@ -63,7 +63,7 @@ export class RedisMember implements Member {
     // One ordered path for our calls, whatever the user's enableAutoPipelining says (see #call).
     keepOutOfAutoPipelining(client as Redis);
     this.#server = watchServer(client, this.id, logger, this.#topology.readFacts);
-    this.#binding = new ScriptBinding(client as Redis, this.id, logger, this.#topology.oneSocket && this.#topology.readFacts !== undefined);
+    this.#binding = bindingOf(client as Redis, this.id, logger, this.#topology.oneSocket && this.#topology.readFacts !== undefined);
     // After a lost connection (watch.ts: stale until the next reading names the process), calls
     // go by the generic scripts: the connection may have come back to another process.
     const follow = () => this.#binding.follow(this.#server.stale ? undefined : this.#server.facts);

@@ -4,7 +4,7 @@
  * running in a process other than the one it names: a flushed cache, and a call that ioredis
  * re-sends to a restarted process.
  */
-import type Redis from 'ioredis';
+import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import type { RedisMember } from '../../src/members/redis-member.js';
@@ -91,5 +91,51 @@ describe('bound script copies', () => {
     expect(rebound!.runId).not.toBe(copy!.runId);
     await lock.release();
     await trust(servers.clients);
+  });
+});
+
+describe('bound script copies: what they cost and where they are not made', () => {
+  const cachedScripts = async (client: Redis) => Number(/number_of_cached_scripts:(\d+)/.exec(await client.info('memory'))![1]);
+
+  it('one binding per client: more Redlocks on the same clients load no more copies', async () => {
+    const first = new Redlock(servers.clients);
+    await boundCopies(first);
+    const before = await Promise.all(servers.clients.map(cachedScripts));
+    const others = Array.from({ length: 5 }, () => new Redlock(servers.clients));
+    for (const redlock of others) await boundCopies(redlock);
+    for (const redlock of others) await (await redlock.acquire(fresh('shared-binding'), 5_000)).release();
+    expect(await Promise.all(servers.clients.map(cachedScripts))).toEqual(before);
+  });
+
+  it('a user without SCRIPT LOAD or MULTI: a warning once, no binding, and locks as before', async () => {
+    await Promise.all(
+      servers.clients.map((admin) => admin.call('ACL', 'SETUSER', 'nobind', 'on', '>nobind-secret', '~*', '&*', '+@all', '-script|load', '-multi', '-exec')),
+    );
+    const users = servers.masters.map((master) => new Redis({ host: master.host, port: master.port, username: 'nobind', password: 'nobind-secret' }));
+    try {
+      const warnings: string[] = [];
+      const logger = { debug() {}, info() {}, error() {}, warn: (_: object, message: string) => warnings.push(message) };
+      const redlock = new Redlock(users, { logger, retryCount: 0 });
+      await eventually(async () => expect(warnings.filter((w) => w.includes('no permission to load bound scripts'))).toHaveLength(3));
+      for (let i = 0; i < 3; i++) await (await redlock.acquire(fresh('nobind'), 5_000, { fencing: true })).release();
+      expect(membersOf(redlock).map((member) => member.bound)).toEqual([undefined, undefined, undefined]);
+      await sleep(200);
+      expect(warnings.filter((w) => w.includes('no permission to load bound scripts'))).toHaveLength(3); // once per member, not per try
+    } finally {
+      for (const user of users) user.disconnect();
+      await Promise.all(servers.clients.map((admin) => admin.call('ACL', 'DELUSER', 'nobind')));
+    }
+  });
+
+  it('a client whose reconnectOnError could re-send a call that met NOSCRIPT forever is never bound', async () => {
+    const users = servers.masters.map((master) => new Redis({ host: master.host, port: master.port, reconnectOnError: () => 2 }));
+    try {
+      const redlock = new Redlock(users, { retryCount: 0 });
+      await (await redlock.acquire(fresh('reconnect-on-error'), 5_000)).release();
+      await sleep(200);
+      expect(membersOf(redlock).map((member) => member.bound)).toEqual([undefined, undefined, undefined]);
+    } finally {
+      for (const user of users) user.disconnect();
+    }
   });
 });
