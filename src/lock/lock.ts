@@ -68,7 +68,9 @@ export class Lock implements AsyncDisposable {
   constructor(context: LockContext, held: HeldLock) {
     this.#context = context;
     this.id = held.id;
-    this.resources = Object.freeze([...held.resources]);
+    // The acquire's own array when it is frozen already (Redlock freezes it): members made its
+    // keys for it once (members/server.ts), and release() reuses them.
+    this.resources = Object.isFrozen(held.resources) ? held.resources : Object.freeze([...held.resources]);
     this.value = held.value;
     this.#deadline = held.deadline;
     this.#votes = held.votes;
