@@ -8,7 +8,7 @@ import { channels, publish, traced, tracing } from '../diagnostics.js';
 import { LockExtendError, LockLostError } from '../errors.js';
 import type { Member } from '../members/member.js';
 import { checkTtl } from '../options/check.js';
-import type { Settings } from '../options/settings.js';
+import { debugging, type Settings } from '../options/settings.js';
 import { extendOn, type ExtendAnswer } from '../quorum/extend.js';
 import { releaseOn } from '../quorum/release.js';
 import { describeVotes, type LockAnswer, type MemberVote, type ReleaseAnswer } from '../quorum/votes.js';
@@ -201,7 +201,7 @@ export class Lock implements AsyncDisposable {
     if (result.extended) {
       this.#votes = round.votes;
       this.#armExpiry();
-      settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
+      if (debugging(settings.logger)) settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
       publish(channels.extend, () => ({ lockId: this.id, resources: this.resources, extended: true, elapsedMs: round.elapsedMs }));
       return this;
     }
@@ -254,13 +254,13 @@ export class Lock implements AsyncDisposable {
     const round = await releaseOn(members, settings, this.resources, this.value, 'quorum', limitMs);
     // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
     const freed = round.won;
-    if (freed) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
+    if (freed && debugging(settings.logger)) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
     else
       settings.logger.warn(
         { resources: this.resources, votes: describeVotes(round.votes, 'released') },
         'lock release not confirmed by a quorum; the keys expire by their TTL',
       );
-    publish(channels.release, () => ({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs }));
+    if (channels.release.hasSubscribers) channels.release.publish({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs });
     return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
   }
 

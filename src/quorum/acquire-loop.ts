@@ -17,7 +17,7 @@ import { driftMs, timersOf } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
 import { LockAcquireError, type AttemptRecord } from '../errors.js';
 import type { Member } from '../members/member.js';
-import type { AttemptPolicy, Settings } from '../options/settings.js';
+import { debugging, type AttemptPolicy, type Settings } from '../options/settings.js';
 import { attemptLock, type AttemptResult } from './acquire.js';
 import { quorumOf } from './tally.js';
 import { describeVotes, type MemberVote } from './votes.js';
@@ -73,7 +73,7 @@ export async function acquireWithRetries(
 ): Promise<Won> {
   const { clock, logger } = settings;
   const begin = clock.now();
-  publish(channels.acquireStart, () => ({ lockId, resources, ttl }));
+  if (channels.acquireStart.hasSubscribers) channels.acquireStart.publish({ lockId, resources, ttl });
   const budgetEnd = begin + policy.waitTimeout;
   const attempts: AttemptRecord[] = [];
   let stoppedBecause: LockAcquireError['stoppedBecause'] = 'retries exhausted';
@@ -114,7 +114,8 @@ export async function acquireWithRetries(
       if (result.won) {
         // Won: now, and only now, step out of every line (the scripts keep us in line until then).
         if (joined) leaveLine(members, resources, waiter);
-        logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
+        if (debugging(logger))
+          logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
         publish(channels.acquireEnd, () => ({
           lockId,
           resources,
@@ -128,7 +129,7 @@ export async function acquireWithRetries(
       }
       const { round, outcome, validityMs } = result;
       attempts.push({ attempt, outcome, startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
-      logger.debug({ resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
+      if (debugging(logger)) logger.debug({ resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
       rollback = result.rollback;
 
       if (attempt > policy.retryCount) break;
@@ -155,7 +156,7 @@ export async function acquireWithRetries(
     }
     await rollback;
     const error = new LockAcquireError(resources, attempts, clock.now() - begin, stoppedBecause);
-    logger.debug({ resources, attempts: attempts.length, outcome: error.outcome, elapsedMs: error.elapsedMs }, 'lock not acquired');
+    if (debugging(logger)) logger.debug({ resources, attempts: attempts.length, outcome: error.outcome, elapsedMs: error.elapsedMs }, 'lock not acquired');
     throw error;
   } catch (error) {
     // Rejecting (retries or budget used up, aborted): nothing this call set may be left behind.

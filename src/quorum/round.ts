@@ -28,7 +28,7 @@
  */
 import { nextTick } from 'node:process';
 import type { Clock } from '../clock/index.js';
-import { channels, publish } from '../diagnostics.js';
+import { channels } from '../diagnostics.js';
 import type { Member } from '../members/member.js';
 import { decide, quorumOf } from './tally.js';
 import type { Answered, MemberVote } from './votes.js';
@@ -141,7 +141,8 @@ class Round<Answer extends string> {
   #decision: NodeJS.Immediate | undefined;
   #resolve!: (result: RoundResult<Answer>) => void;
   #reject!: (reason: unknown) => void;
-  readonly #onAbort = () => this.#close(() => this.#reject(this.#spec.signal!.reason ?? new DOMException('This operation was aborted.', 'AbortError')));
+  /** Made only for a round with a signal: most have none, and a round is made per call. */
+  readonly #onAbort: (() => void) | undefined;
 
   constructor(spec: RoundSpec<Answer>, limitMs: number | undefined) {
     this.#spec = spec;
@@ -154,12 +155,17 @@ class Round<Answer extends string> {
     this.#votes = spec.members.map((member) => ({ member: member.id, vote: 'pending', ms: 0 }));
     spec.members.forEach((member, index) => this.#send(member, index));
     if (spec.members.length === 0) this.#settle();
-    if (spec.signal?.aborted) this.#onAbort();
+    const { signal } = spec;
+    if (signal) {
+      this.#onAbort = () => this.#close(() => this.#reject(signal.reason ?? new DOMException('This operation was aborted.', 'AbortError')));
+      if (signal.aborted) this.#onAbort();
+      if (this.#closed) return;
+      signal.addEventListener('abort', this.#onAbort, { once: true });
+    }
     if (this.#closed) return;
-    spec.signal?.addEventListener('abort', this.#onAbort, { once: true });
     // Member writes the tick's calls when the tick ends (it corks the socket until then), in a
     // nextTick queued before this one: from here on our command is on its way.
-    nextTick(() => this.#sent());
+    nextTick(Round.#sentOf, this);
   }
 
   #send(member: Member, index: number): void {
@@ -203,7 +209,8 @@ class Round<Answer extends string> {
 
   #record(index: number, vote: MemberVote<Answer>): void {
     if (this.#closed) return; // a straggler after the decision changes nothing
-    publish(channels.vote, () => ({ operation: this.#spec.operation, ...vote }));
+    // Checked here rather than through publish(): no closure per vote when nobody listens.
+    if (channels.vote.hasSubscribers) channels.vote.publish({ operation: this.#spec.operation, ...vote });
     this.#count(index, vote);
     this.#settleIfDecided();
   }
@@ -241,8 +248,13 @@ class Round<Answer extends string> {
     this.#closed = true;
     if (this.#timer !== undefined) this.#spec.clock.clearTimer(this.#timer);
     if (this.#decision !== undefined) clearImmediate(this.#decision);
-    this.#spec.signal?.removeEventListener('abort', this.#onAbort);
+    if (this.#onAbort) this.#spec.signal?.removeEventListener('abort', this.#onAbort);
     then();
+  }
+
+  /** For nextTick, which passes the round along: no closure per round. */
+  static #sentOf(round: Round<string>): void {
+    round.#sent();
   }
 
   #sent(): void {
