@@ -207,10 +207,17 @@ export class RedisMember implements Member {
   }
 
   /** A new connection with the client's options, for SUBSCRIBE; its owner must close it. */
-  subscriber(): Redis {
+  subscriber(wanted: () => boolean): Redis {
     // Re-subscribing after a reconnect is the subscriber's own job (waiting/notifications.ts), with
     // every promise handled: ioredis' autoResubscribe leaves its SUBSCRIBE unhandled.
-    return this.#client.duplicate({ autoResubscribe: false });
+    // It reconnects as the user's client would, but only while someone waits: a member that is
+    // down must not keep reconnect timers (and the process) alive after the last wait, also when
+    // the user disconnects a client that never connected (ioredis emits no 'end' for it then).
+    const userStrategy = this.#client.options.retryStrategy;
+    return this.#client.duplicate({
+      autoResubscribe: false,
+      retryStrategy: (times: number) => (wanted() ? (userStrategy ? userStrategy(times) : Math.min(times * 50, 2000)) : null),
+    });
   }
 
   /** Calls `listener` once when the user's client has ended for good (they quit it). */

@@ -183,7 +183,12 @@ export class Notifications {
     const channel = waiterChannel(waiterId);
     const watch = new Watch(this.#members.length, () => {
       this.#watches.forEach((watches, index) => {
-        if (watches.delete(channel)) this.#subscribers[index]?.unsubscribe(channel);
+        if (!watches.delete(channel)) return;
+        // The last wait on a member that is down: stop reconnecting to it now (the next wait
+        // makes a new subscriber), so nothing of ours keeps the process alive.
+        const subscriber = this.#subscribers[index];
+        if (watches.size === 0 && subscriber && subscriber.connection.status !== 'ready') this.#closeSubscriber(index);
+        else subscriber?.unsubscribe(channel);
       });
     });
     if (this.#closed) return watch; // after quit(): timed retries only
@@ -210,7 +215,7 @@ export class Notifications {
     if (existing) return existing;
     const member = this.#members[index]!;
     const watches = this.#watches[index]!;
-    const connection = member.subscriber();
+    const connection = member.subscriber(() => !this.#closed && watches.size > 0);
     const subscriber = new Subscriber(
       connection,
       () => [...watches.keys()],

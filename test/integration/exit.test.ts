@@ -9,10 +9,9 @@ beforeAll(async () => {
 });
 afterAll(() => servers?.close());
 
-it.each(['quit', 'no-quit'])('a process that used Redlock exits by itself after quitting its clients (redlock.quit(): %s)', async (mode) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/exit-child.ts', mode, ...servers.masters.map((m) => String(m.port))], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** Runs `fixture` with `args` as a child process; resolves with its exit code (or 'hung') and output. */
+async function runChild(fixture: string, args: string[]): Promise<{ result: number | null | 'hung'; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk));
@@ -21,6 +20,21 @@ it.each(['quit', 'no-quit'])('a process that used Redlock exits by itself after 
   const hung = new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref());
   const result = await Promise.race([exited, hung]);
   if (result === 'hung') child.kill('SIGKILL');
+  return { result, output };
+}
+
+it.each(['quit', 'no-quit'])('a process that used Redlock exits by itself after quitting its clients (redlock.quit(): %s)', async (mode) => {
+  const { result, output } = await runChild('test/fixtures/exit-child.ts', [mode, ...servers.masters.map((m) => String(m.port))]);
+  expect(result, output).toBe(0);
+  expect(output).toContain('done');
+});
+
+it('exits by itself after a failed wait on members that are all down, once the user disconnects clients that never connected', async () => {
+  // Ports nothing listens on: a stopped master's, freed.
+  const set = await startTestMasters(3);
+  const ports = set.masters.map((m) => String(m.port));
+  await set.close();
+  const { result, output } = await runChild('test/fixtures/exit-down-child.ts', ports);
   expect(result, output).toBe(0);
   expect(output).toContain('done');
 });
