@@ -110,15 +110,19 @@ export async function members(options: InspectOptions): Promise<number> {
   const quorum = quorumOf(probes.length);
   const healthyCount = probes.filter(healthy).length;
   const usable = probes.filter((p) => healthy(p) && p.epoch?.state === 'trusted').length;
-  const ok = healthyCount >= quorum;
+  // OK only when a quorum can vote: healthy masters past their restart quarantine. Healthy but
+  // quarantined members answer every script, and every lock still fails: monitoring must see it.
+  const ok = healthyCount >= quorum && usable >= quorum;
   if (options.json) {
     options.out(JSON.stringify({ quorum, healthy: healthyCount, trusted: usable, ok, members: probes.map((p) => ({ ...p, healthy: healthy(p) })) }) + '\n');
   } else {
     const rows = probes.map((p) => [p.member, healthy(p) ? 'healthy' : 'UNHEALTHY', reach(p), roleText(p), latency(p), p.version ?? '-', epochText(p)]);
     options.out(table(['member', 'health', 'reachable', 'role', 'latency', 'version', 'quarantine'], rows));
-    options.out(`${healthyCount} of ${probes.length} healthy masters, quorum ${quorum}: ${ok ? 'OK' : 'NOT ENOUGH'}\n`);
-    if (ok && usable < quorum) {
-      options.out(`note: only ${usable} of them are past the restart quarantine; locks fail until a quorum is (brand-new deployment: quorumlock trust)\n`);
+    if (healthyCount >= quorum && usable < quorum) {
+      options.out(`${healthyCount} of ${probes.length} healthy masters, but only ${usable} past the restart quarantine, quorum ${quorum}: NOT ENOUGH\n`);
+      options.out('note: locks fail until a quorum is past it (a brand-new deployment: quorumlock trust)\n');
+    } else {
+      options.out(`${healthyCount} of ${probes.length} healthy masters, quorum ${quorum}: ${ok ? 'OK' : 'NOT ENOUGH'}\n`);
     }
   }
   return ok ? EXIT.ok : EXIT.unavailable;

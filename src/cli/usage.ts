@@ -39,7 +39,8 @@ status <resource>: per member: reachable, role, PING latency, held or free, rema
   owner's fingerprint (first 8 hex chars of sha256 of the lock value; never the value), and the
   restart quarantine (age of the member's epoch vs --max-lock-ttl, default 60s).
 members: health of the member set: role, epoch age and quarantine, latency, Redis version.
-  Exits 69 when fewer than a quorum are healthy (reachable masters). A cluster counts as a master
+  Exits 69 when fewer than a quorum can vote: healthy (reachable masters) and past the restart
+  quarantine; a set that answers but sits out its quarantine fails every lock. A cluster counts as a master
   when CLUSTER INFO says cluster_state:ok and every slot's node answers; its quarantine is that of
   its worst slot epoch (none, stale, quarantined, trusted), with counts per state (status <resource>:
   the resource's slot).

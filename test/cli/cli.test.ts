@@ -361,7 +361,10 @@ describe('trust and the restart quarantine', () => {
     expect(refused.stderr).toMatch(/quorumlock trust/);
     const quarantined = await cli(['members', '--members', members]).done;
     expect(quarantined.stdout).toMatch(/quarantined, .* left/);
-    expect(quarantined.stdout).toMatch(/note: only 0 of them are past the restart quarantine/);
+    // Healthy, yet no lock can be had: monitoring must not stay green (exit 69).
+    expect(quarantined.stdout).toMatch(/3 of 3 healthy masters, but only 0 past the restart quarantine, quorum 2: NOT ENOUGH/);
+    expect(quarantined.code).toBe(69);
+    expect(JSON.parse((await cli(['members', '--members', members, '--json']).done).stdout)).toMatchObject({ healthy: 3, trusted: 0, ok: false });
 
     // A restart from disk or a failover leaves the epoch hash in place but written by another
     // server process: shown as stale, as the next acquire will quarantine the member again.
