@@ -55,14 +55,20 @@ describe('bound script copies', () => {
     const [before] = await boundCopies(redlock);
     await servers.clients[0]!.script('FLUSH');
     const lock = await redlock.acquire(fresh('flushed'), 5_000);
-    expect(lock.votes[0]).toMatchObject({ vote: 'error' });
-    expect(lock.votes[0]!.error!.message).toMatch(/NOSCRIPT/);
+    // Its NOSCRIPT may come after the other two decided the round ('pending' then); either way it
+    // was never counted, and it makes the member bind a new copy (below).
+    const flushedVote = lock.votes[0]!;
+    expect(['error', 'pending']).toContain(flushedVote.vote);
+    if (flushedVote.vote === 'error') expect(flushedVote.error!.message).toMatch(/NOSCRIPT/);
     await lock.release();
     const [after] = await boundCopies(redlock);
     expect(after!.runId).toBe(before!.runId);
     expect(after!.shas.quorumlockAcquire).not.toBe(before!.shas.quorumlockAcquire); // a fresh copy, never the old text again
-    const next = await redlock.acquire(fresh('flushed'), 5_000);
-    expect(next.votes[0]).toMatchObject({ vote: 'locked' });
+    // The new copy runs there: member 0 sets the key (its answer may come after the quorum's).
+    const resource = fresh('flushed');
+    const next = await redlock.acquire(resource, 5_000);
+    expect(['locked', 'pending']).toContain(next.votes[0]!.vote);
+    await eventually(async () => expect((await servers.valuesOf(resource))[0]).toBe(next.value));
     await next.release();
   });
 
