@@ -80,7 +80,7 @@ describe('bound script copies', () => {
     await m0!.pause();
     const resource = fresh('resent');
     const lock = await redlock.acquire(resource, 10_000);
-    expect(lock.votes[0]!.vote).toBe('pending');
+    expect(['pending', 'timeout']).toContain(lock.votes[0]!.vote);
     // The process dies with our EVALSHA unanswered; ioredis re-sends it to the new one.
     await m0!.kill();
     await m0!.restart();
