@@ -188,8 +188,10 @@ describe("the waiters' subscriber, on a user client with enableOfflineQueue: fal
       expect(subscriber).toBeDefined();
 
       proxy.latencyMs = 300;
+      // Listening before the restart: the subscriber may be ready again before restart() returns.
+      const readyAgain = new Promise((resolve) => subscriber.once('ready', resolve));
       await servers.masters[0]!.restart();
-      await new Promise((resolve) => subscriber.once('ready', resolve));
+      await readyAgain;
       // The subscription after the reconnect is now crossing the slow link: restart again.
       await servers.masters[0]!.restart();
       proxy.latencyMs = 0;
