@@ -5,7 +5,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type Lock, type RedlockOptions } from '../../src/index.js';
 import { startTestMasters, type TestMasters } from './masters.js';
-import { fresh, sleep, scriptCalls } from './util.js';
+import { eventually, fresh, sleep, scriptCalls } from './util.js';
+import { resourceKeys } from '../../src/store/keys.js';
 
 let servers: TestMasters;
 const opened: Redlock[] = [];
@@ -71,8 +72,12 @@ describe('waiting in line', () => {
         .acquire(resource, 10_000, { waitTimeout: 30_000 })
         .then((lock) => acquired.push(lock)),
     );
-    await sleep(300); // everyone has tried, subscribed, and joined the line
     const member = servers.clients[0]!;
+    // Everyone has tried, subscribed, and joined the line (on a busy machine this takes longer
+    // than any fixed sleep): from then on only announcements make anyone try.
+    const [, line] = resourceKeys([resource]);
+    await eventually(async () => expect(await member.zcard(line!)).toBe(20), 20_000);
+    await sleep(50); // their last replies are read
     const before = await scriptCalls(member);
     await holder.release();
     while (acquired.length === 0) await sleep(5);
