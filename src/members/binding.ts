@@ -37,6 +37,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from '../options/settings.js';
 import { BINDABLE, boundLua, type Bindable } from '../store/scripts.js';
 import { serverFacts, type ServerFacts } from '../store/server.js';
+import type { ServerWatch } from './watch.js';
 
 const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
 
@@ -51,30 +52,42 @@ const LOAD_TIMEOUT_MS = 2_000;
 /** One binding per client, however many Redlocks share it (as the server watch: watch.ts). */
 const bindings = new WeakMap<object, ScriptBinding>();
 
-export function bindingOf(client: Redis, member: string, logger: Logger, usable: boolean): ScriptBinding {
+export function bindingOf(client: Redis, server: ServerWatch, member: string, logger: Logger, usable: boolean): ScriptBinding {
   let binding = bindings.get(client);
-  if (!binding) bindings.set(client, (binding = new ScriptBinding(client, member, logger, usable)));
+  if (!binding) bindings.set(client, (binding = new ScriptBinding(client, server, member, logger, usable)));
   return binding;
 }
 
 export class ScriptBinding {
   readonly #client: Redis;
+  /** What the client's own connection says of its server (watch.ts): a copy is used only for that process. */
+  readonly #server: ServerWatch;
   readonly #member: string;
   readonly #logger: Logger;
   /** The verified copies, and the process they are in. */
   #current: { runId: string; shas: Record<Bindable, string> } | undefined;
   #off: boolean;
   #loading = false;
-  /** The run id the member's own connection reported last: a copy is used only for it. */
-  #runId: string | undefined;
 
-  constructor(client: Redis, member: string, logger: Logger, usable: boolean) {
+  constructor(client: Redis, server: ServerWatch, member: string, logger: Logger, usable: boolean) {
     this.#client = client;
+    this.#server = server;
     this.#member = member;
     this.#logger = logger;
     // Only ioredis' own Redis class gives the guarantees above (duplicate, MULTI, sendCommand);
     // a reconnectOnError would re-send a bound call that met NOSCRIPT, reconnecting forever.
     this.#off = !usable || !(client instanceof Redis) || client.options.reconnectOnError != null;
+    server.listeners.add(() => this.#follow());
+    this.#follow();
+  }
+
+  /**
+   * The run id of the process the client's own connection reaches, as its last reading said;
+   * undefined before one, and after a lost connection until the next (it may have come back to
+   * another process: until INFO names it, calls go by the generic scripts).
+   */
+  get #runId(): string | undefined {
+    return this.#server.stale ? undefined : this.#server.facts?.runId;
   }
 
   /** @internal The verified copies in use (tests, diagnostics): their process and SHAs. */
@@ -89,8 +102,8 @@ export class ScriptBinding {
   }
 
   /** After every reading of the member's INFO: bind to the process it names, once per process. */
-  follow(facts: ServerFacts | undefined): void {
-    this.#runId = facts?.runId;
+  #follow(): void {
+    const facts = this.#server.stale ? undefined : this.#server.facts;
     if (this.#off || facts === undefined || !canBind(facts) || this.#current?.runId === facts.runId) return;
     this.#current = undefined;
     this.#load();

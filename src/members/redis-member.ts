@@ -63,12 +63,7 @@ export class RedisMember implements Member {
     // One ordered path for our calls, whatever the user's enableAutoPipelining says (see #call).
     keepOutOfAutoPipelining(client as Redis);
     this.#server = watchServer(client, this.id, logger, this.#topology.readFacts);
-    this.#binding = bindingOf(client as Redis, this.id, logger, this.#topology.oneSocket && this.#topology.readFacts !== undefined);
-    // After a lost connection (watch.ts: stale until the next reading names the process), calls
-    // go by the generic scripts: the connection may have come back to another process.
-    const follow = () => this.#binding.follow(this.#server.stale ? undefined : this.#server.facts);
-    this.#server.listeners.add(follow);
-    follow();
+    this.#binding = bindingOf(client as Redis, this.#server, this.id, logger, this.#topology.oneSocket && this.#topology.readFacts !== undefined);
   }
 
   /** The socket corked for the current tick (see #call), if any, and the calls written into it. */
