@@ -159,10 +159,9 @@ class Round<Answer extends string> {
     if (signal) {
       this.#onAbort = () => this.#close(() => this.#reject(signal.reason ?? new DOMException('This operation was aborted.', 'AbortError')));
       if (signal.aborted) this.#onAbort();
-      if (this.#closed) return;
-      signal.addEventListener('abort', this.#onAbort, { once: true });
     }
     if (this.#closed) return;
+    if (this.#onAbort) signal!.addEventListener('abort', this.#onAbort, { once: true });
     // Member writes the tick's calls when the tick ends (it corks the socket until then), in a
     // nextTick queued before this one: from here on our command is on its way.
     nextTick(Round.#sentOf, this);
