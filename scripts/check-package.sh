@@ -2,9 +2,10 @@
 # Package hygiene on the real tarball: only what users need is in it, publint finds nothing, the
 # types resolve for every consumer (ESM, CJS, node10, bundlers), and, installed in a consumer
 # project, errors made by the CJS build are `instanceof` the ESM build's classes and back, with
-# their codes (test/fixtures/package-errors/dual.mjs); and a consumer on ioredis 5 (a peer
-# dependency: the application's one copy) type-checks against ioredis 5's types and locks on three
-# local redis-server masters (test/fixtures/package-ioredis5).
+# their codes (test/fixtures/package-errors/dual.mjs); a consumer on ioredis 5 and one on ioredis 6
+# (a peer dependency: the application's one copy) type-check against that ioredis' own types and
+# lock on local redis-server masters (test/fixtures/package-consumer); and the README's quick start
+# (its trust command and first-lock example) compiles and locks from the tarball.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npm run build >/dev/null
@@ -20,19 +21,26 @@ mkdir "$out/consumer"
 echo '{ "name": "consumer", "private": true }' >"$out/consumer/package.json"
 cp test/fixtures/package-errors/dual.mjs "$out/consumer/"
 (cd "$out/consumer" && npm install --silent --prefer-offline --no-audit --no-fund --ignore-scripts "$tarball" && node dual.mjs)
-# ioredis 5: the other major the peer dependency allows.
-mkdir "$out/ioredis5"
-echo '{ "name": "consumer-ioredis5", "private": true, "type": "module" }' >"$out/ioredis5/package.json"
-cp test/fixtures/package-ioredis5/app.ts test/fixtures/package-ioredis5/tsconfig.json "$out/ioredis5/"
-(cd "$out/ioredis5" && npm install --silent --prefer-offline --no-audit --no-fund --ignore-scripts "$tarball" ioredis@5 @types/node@20)
-node node_modules/typescript/bin/tsc -p "$out/ioredis5/tsconfig.json"
+# Consumers on each ioredis major the peer dependency allows, and the README's quick start.
 ports=()
-for _ in 1 2 3; do
+for _ in 1 2 3 4 5; do
   port=$(node -e "const s = require('net').createServer().listen(0, '127.0.0.1', () => { console.log(s.address().port); s.close(); })")
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes --dir "$out" --pidfile "$out/redis-$port.pid" >/dev/null
   ports+=("$port")
 done
 trap 'for p in "${ports[@]}"; do kill "$(cat "$out/redis-$p.pid" 2>/dev/null)" 2>/dev/null || true; done; rm -rf "$out"' EXIT
 for p in "${ports[@]}"; do until redis-cli -p "$p" ping >/dev/null 2>&1; do sleep 0.1; done; done
-(cd "$out/ioredis5" && IOREDIS_VERSION="$(node -p "require('ioredis/package.json').version")" node out/app.js "${ports[@]}")
-
+for major in 5 6; do
+  dir="$out/ioredis$major"
+  mkdir "$dir"
+  echo "{ \"name\": \"consumer-ioredis$major\", \"private\": true, \"type\": \"module\" }" >"$dir/package.json"
+  cp test/fixtures/package-consumer/app.ts test/fixtures/package-consumer/tsconfig.json "$dir/"
+  (cd "$dir" && npm install --silent --prefer-offline --no-audit --no-fund --ignore-scripts "$tarball" "ioredis@$major" @types/node@20)
+  node node_modules/typescript/bin/tsc -p "$dir/tsconfig.json"
+  (cd "$dir" && IOREDIS_VERSION="$(node -p "require('ioredis/package.json').version")" node out/app.js "${ports[@]:0:3}")
+done
+# The quick start as README.md spells it (in the ioredis 6 consumer): its trust command with the
+# bin the tarball installs, then its first-lock example, type-checked and run on five masters.
+dir="$out/ioredis6"
+trust=$(cd "$dir" && node "$OLDPWD/test/fixtures/package-consumer/quickstart.mjs" "$OLDPWD/README.md" "${ports[@]}")
+(cd "$dir" && sed -i 's/"app.ts"/"quickstart.ts"/' tsconfig.json && bash -c "$trust" >/dev/null && node "$OLDPWD/node_modules/typescript/bin/tsc" -p tsconfig.json && node out/quickstart.js)
