@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { missingRedisServer } from './test/harness/process.js';
 
 /** Tests that need no server: the algorithm on fake members, pure parts, the Lua model. */
 const unit = ['test/unit/**/*.test.ts', 'test/model/**/*.test.ts'];
@@ -7,6 +8,17 @@ const unit = ['test/unit/**/*.test.ts', 'test/model/**/*.test.ts'];
 // (npm run test:containers), not as skipped tests in every other run.
 const containersOnly =
   process.env.QUORUMLOCK_TEST_BACKEND === 'testcontainers' ? [] : ['test/integration/containers-backend.test.ts', 'test/chaos/chaos-containers.test.ts'];
+
+// The integration tests start redis-server processes: without one, say how to get it and stop,
+// before vitest prints anything else (its "No test files found" would come first otherwise).
+const unitOnly = process.argv.some((arg, index) => arg === '--project=unit' || (arg === '--project' && process.argv[index + 1] === 'unit'));
+if (!unitOnly && (process.env.QUORUMLOCK_TEST_BACKEND ?? 'process') === 'process') {
+  const missing = missingRedisServer();
+  if (missing) {
+    process.stderr.write(`\n${missing}\n\n`);
+    process.exit(1);
+  }
+}
 
 export default defineConfig({
   test: {

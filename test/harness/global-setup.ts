@@ -1,13 +1,13 @@
 /**
  * The integration project's global setup (vitest.config.ts): fails the run at once, with install
  * instructions, when redis-server is missing. The unit project (test/unit, test/model) has no
- * such setup and runs without a server.
+ * such setup and runs without a server. (vitest.config.ts makes the same check before vitest
+ * starts, so that `npm test` prints nothing else first; this one covers runs given other configs.)
  */
-import { spawnSync } from 'node:child_process';
-import { INSTALL_HINT, redisServerBinary } from './process.js';
+import { missingRedisServer } from './process.js';
 
 export default function checkRedisServer(): void {
   if ((process.env.QUORUMLOCK_TEST_BACKEND ?? 'process') !== 'process') return;
-  const probe = spawnSync(redisServerBinary(), ['--version'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0) throw new Error(`${INSTALL_HINT}\nThe tests that need no server run without it: npx vitest run --project unit`);
+  const missing = missingRedisServer();
+  if (missing) throw new Error(missing);
 }

@@ -5,7 +5,7 @@
  * so a daemonized server would linger as a zombie. Every child still running when this process
  * exits is SIGKILLed.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { onFreePort, startSet } from './common.js';
 import type { Backend, Master, MasterSet, StartOptions } from './types.js';
 
@@ -14,12 +14,30 @@ export { freePort } from './common.js';
 /** The binary to run: QUORUMLOCK_REDIS_SERVER, or redis-server from PATH. Read at each start. */
 export const redisServerBinary = (): string => process.env.QUORUMLOCK_REDIS_SERVER ?? 'redis-server';
 
-export const INSTALL_HINT =
-  'redis-server was not found on PATH. Install it with one of:\n' +
-  '  Debian/Ubuntu:  sudo apt-get install -y redis-server\n' +
-  '  macOS:          brew install redis\n' +
-  '  Docker:         docker compose up -d   (then point the tests at the compose masters)\n' +
-  'or set QUORUMLOCK_REDIS_SERVER to the path of a redis-server binary.';
+/** No redis-server binary to run: not worth retrying on another port. */
+export class MissingServerError extends Error {}
+
+/**
+ * Why redis-server cannot run here, with what to do about it; undefined when it can. Names the
+ * binary tried: QUORUMLOCK_REDIS_SERVER when set, else redis-server from PATH.
+ */
+export function missingRedisServer(): string | undefined {
+  const binary = redisServerBinary();
+  const probe = spawnSync(binary, ['--version'], { encoding: 'utf8' });
+  if (!probe.error && probe.status === 0) return undefined;
+  const tried =
+    process.env.QUORUMLOCK_REDIS_SERVER === undefined
+      ? 'redis-server was not found on PATH'
+      : `QUORUMLOCK_REDIS_SERVER=${binary} could not be run (${probe.error?.message ?? `exit ${probe.status}`})`;
+  return (
+    `${tried}. These tests start their own redis-server processes; install it with one of:\n` +
+    '  Debian/Ubuntu:  sudo apt-get install -y redis-server faketime openssl\n' +
+    '  macOS:          brew install redis\n' +
+    'or set QUORUMLOCK_REDIS_SERVER to the path of a redis-server binary.\n' +
+    'Without one: npx vitest run --project unit (the tests that need no server), or, with a container\n' +
+    'engine, QUORUMLOCK_REDIS_IMAGE=redis:7 npm run test:containers (the lock tests in containers).'
+  );
+}
 
 /** Children SIGKILLed when this process exits (spawnUntilReady adds them). */
 const live = new Set<ChildProcess>();
@@ -79,7 +97,7 @@ export function spawnUntilReady(
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.once('error', (error: NodeJS.ErrnoException) => {
-      reject(error.code === 'ENOENT' ? new Error(INSTALL_HINT) : error);
+      reject(error.code === 'ENOENT' ? new MissingServerError(missingRedisServer() ?? error.message) : error);
     });
     child.once('exit', (code, signal) => {
       live.delete(child);
@@ -152,7 +170,7 @@ export const processBackend: Backend = {
     return startSet(count, async () => {
       const { port, started } = await onFreePort(
         (port) => spawnServer(port, options),
-        (error) => error instanceof Error && error.message === INSTALL_HINT,
+        (error) => error instanceof MissingServerError,
       );
       return new ProcessMaster(port, started, options);
     });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { onFreePort } from './common.js';
-import { freePort, INSTALL_HINT, processBackend, spawnUntilReady, waitForExit } from './process.js';
+import { freePort, MissingServerError, processBackend, spawnUntilReady, waitForExit } from './process.js';
 import type { Master, MasterSet } from './types.js';
 
 /** redis-cli, for `--cluster create`: QUORUMLOCK_REDIS_CLI, or redis-cli from PATH. */
@@ -395,7 +395,7 @@ export async function startSentinelGroup(): Promise<TestSentinelGroup> {
 
     const { port, started: child } = await onFreePort(
       (port) => spawnSentinel(dir, port, name, master),
-      (error) => error instanceof Error && error.message === INSTALL_HINT,
+      (error) => error instanceof MissingServerError,
     );
     const sentinel = {
       host: '127.0.0.1',
