@@ -9,14 +9,27 @@ afterEach(() => {
   else process.env.QUORUMLOCK_REDIS_SERVER = saved;
 });
 
-it('without redis-server, says how to install it (apt, brew, docker compose)', async () => {
+it('without redis-server, names the binary it tried and says how to install one (apt, brew) or run without it', async () => {
   process.env.QUORUMLOCK_REDIS_SERVER = '/nonexistent/redis-server';
   const error = await processBackend.start(1).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(Error);
   const message = (error as Error).message;
   expect(message).toContain('apt-get install -y redis-server');
   expect(message).toContain('brew install redis');
-  expect(message).toContain('docker compose up');
+  expect(message).toContain('QUORUMLOCK_REDIS_SERVER=/nonexistent/redis-server could not be run');
+  expect(message).toContain('npx vitest run --project unit');
+  expect(message).toContain('npm run test:containers');
+  expect(message).not.toContain('compose masters');
+
+  delete process.env.QUORUMLOCK_REDIS_SERVER;
+  const path = process.env.PATH;
+  process.env.PATH = '/nonexistent';
+  try {
+    const fromPath = await processBackend.start(1).catch((e: unknown) => e);
+    expect((fromPath as Error).message).toMatch(/^redis-server was not found on PATH\. /);
+  } finally {
+    process.env.PATH = path;
+  }
 });
 
 it('kills, pauses and restarts a master on the same port, empty', async () => {
