@@ -9,28 +9,142 @@
  *   'quorumlock:extend', 'quorumlock:release'), whose start/end/asyncStart/asyncEnd/error events
  *   share one context object (so a subscriber matches a start to its end, and async context
  *   flows as with pino and ioredis' own tracing). Context: { lockId, resources, ttl? } at start;
- *   `result` (a summary, never the Lock) or `error` added when it settles.
- * - `channels`: the plain events of earlier versions, by name, unchanged.
+ *   `result` (a summary, never the Lock) or `error` added when it settles. Every call is traced,
+ *   a second release() too.
+ * - `channels`: the plain events, by name, one message type each (ChannelMessages).
+ *
+ * The life of one lock on the plain channels, the contract a `locks_held` gauge relies on: one
+ * `acquire:end` with `acquired: true`, then exactly one end of holding, whichever comes first:
+ * `release` (the first release() call; later calls publish nothing) or `lost` (validity ran out,
+ * or an extension found the lock lost; a release() after that publishes nothing). A lock that
+ * expires unreleased publishes `lost` when `lost` had subscribers at the lock's acquire (its
+ * expiry timer is armed for them then), or when its `signal` was read: otherwise it publishes
+ * nothing until release(), which then publishes `release` as usual.
  */
-import { channel, tracingChannel, type Channel, type TracingChannel } from 'node:diagnostics_channel';
+import { channel, subscribe, tracingChannel, unsubscribe, type Channel, type ChannelListener, type TracingChannel } from 'node:diagnostics_channel';
+import type { AttemptOutcome, ExtendFailure, LossCause } from './errors.js';
+import type { MemberVote } from './quorum/votes.js';
 
-/** The plain channels, by name. The message shapes are documented on each. */
+/** 'quorumlock:acquire:start': acquire(), tryAcquire() or using() starts. */
+export interface AcquireStartMessage {
+  /** Names this acquire and, if it wins, its lock (`lock.id`) in every event. */
+  lockId: string;
+  resources: readonly string[];
+  ttl: number;
+}
+
+/** 'quorumlock:acquire:end': the acquire ended, won or not. Published once per acquire. */
+export interface AcquireEndMessage {
+  lockId: string;
+  resources: readonly string[];
+  ttl: number;
+  /** true: a Lock with this `lockId` exists now, and will publish exactly one `release` or `lost`. */
+  acquired: boolean;
+  elapsedMs: number;
+  /** Attempts made (for a won acquire: the one that won included). */
+  attempts: number;
+  /** Why it was not acquired: the last attempt's outcome, or 'aborted' (the signal). */
+  outcome?: AttemptOutcome | 'aborted';
+  /** The fencing token, when acquired with `{ fencing: true }`. */
+  fence?: number | undefined;
+}
+
+/** 'quorumlock:vote': one member's answer in one round. A member event: it names no lock. */
+export type VoteMessage = MemberVote<string> & {
+  operation: 'acquire' | 'extend' | 'release' | 'fence';
+};
+
+/** 'quorumlock:extend': an extend() round ended (not published for one refused before any round: released, expired, lost before). */
+export interface ExtendMessage {
+  lockId: string;
+  resources: readonly string[];
+  extended: boolean;
+  elapsedMs: number;
+  /** When not extended: why (see ExtendFailure). */
+  reason?: ExtendFailure;
+  /** When not extended and the lock is lost: how (see LossCause). */
+  lostBecause?: LossCause;
+}
+
+/**
+ * 'quorumlock:lost': the lock stopped being guaranteed before it was released: one of the two
+ * ends of holding (the other is `release`). At most once per lock, never after its release.
+ */
+export interface LostMessage {
+  lockId: string;
+  resources: readonly string[];
+  /** 'expired': the validity ran out; 'extension failed': an extension found the lock lost. */
+  reason: 'expired' | 'extension failed';
+  lostBecause: LossCause;
+}
+
+/** 'quorumlock:quarantine': a member's yes did not count (restart quarantine, or not a master). A member event: it names no lock. */
+export interface QuarantineMessage {
+  member: string;
+  quarantinedForMs: number;
+  notCounting?: string | undefined;
+}
+
+/**
+ * 'quorumlock:release': the first release() of a lock that was not lost before: the other end
+ * of holding. At most once per lock; later release() calls publish nothing here (they are traced
+ * on the 'quorumlock:release' tracing channel, as every call is).
+ */
+export interface ReleaseMessage {
+  lockId: string;
+  resources: readonly string[];
+  /** A quorum confirmed our keys are gone; when false, the rest expire by their TTL. */
+  freed: boolean;
+  elapsedMs: number;
+}
+
+/** Each plain channel's name and the type of its messages. */
+export interface ChannelMessages {
+  'quorumlock:acquire:start': AcquireStartMessage;
+  'quorumlock:acquire:end': AcquireEndMessage;
+  'quorumlock:vote': VoteMessage;
+  'quorumlock:extend': ExtendMessage;
+  'quorumlock:lost': LostMessage;
+  'quorumlock:quarantine': QuarantineMessage;
+  'quorumlock:release': ReleaseMessage;
+}
+
+export type ChannelName = keyof ChannelMessages;
+
+/** A diagnostics_channel Channel whose messages are ChannelMessages[Name]. */
+export interface QuorumlockChannel<Name extends ChannelName> extends Channel {
+  readonly name: Name;
+  publish(message: ChannelMessages[Name]): void;
+}
+
+function typed<Name extends ChannelName>(name: Name): QuorumlockChannel<Name> {
+  return channel(name) as QuorumlockChannel<Name>;
+}
+
+/** The plain channels, by name: `channels.release.name` is 'quorumlock:release', and so on. */
 export const channels = {
-  /** { lockId, resources, ttl } when acquire() or tryAcquire() starts. */
-  acquireStart: channel('quorumlock:acquire:start'),
-  /** { lockId, resources, ttl, acquired, elapsedMs, attempts, outcome? ('taken' | 'unavailable' | 'quarantined' | 'unfenced' | 'expired' | 'aborted'), fence? } when it ends. */
-  acquireEnd: channel('quorumlock:acquire:end'),
-  /** { operation ('acquire' | 'extend' | 'release' | 'fence'), member, vote, ms, error? } for each member's answer in each round. */
-  vote: channel('quorumlock:vote'),
-  /** { lockId, resources, extended, elapsedMs, reason? } after each extend(). */
-  extend: channel('quorumlock:extend'),
-  /** { lockId, resources, reason ('expired' | 'extension failed') } when a lock is lost. */
-  lost: channel('quorumlock:lost'),
-  /** { member, quarantinedForMs } when a member's yes did not count (restart quarantine, or not a master). */
-  quarantine: channel('quorumlock:quarantine'),
-  /** { lockId, resources, freed, elapsedMs } after each release(). */
-  release: channel('quorumlock:release'),
+  acquireStart: typed('quorumlock:acquire:start'),
+  acquireEnd: typed('quorumlock:acquire:end'),
+  vote: typed('quorumlock:vote'),
+  extend: typed('quorumlock:extend'),
+  lost: typed('quorumlock:lost'),
+  quarantine: typed('quorumlock:quarantine'),
+  release: typed('quorumlock:release'),
 } as const;
+
+/**
+ * `diagnostics_channel.subscribe(name, listener)` with the listener typed for that channel's
+ * messages. Returns the matching unsubscribe.
+ *
+ * @example
+ * const stop = subscribeChannel('quorumlock:lost', (message) => log.warn(message.lostBecause));
+ */
+export function subscribeChannel<Name extends ChannelName>(name: Name, listener: (message: ChannelMessages[Name]) => void): () => void {
+  // Node's listeners take unknown: the channel's publishers are what guarantees the type.
+  const untyped = listener as ChannelListener;
+  subscribe(name, untyped);
+  return () => void unsubscribe(name, untyped);
+}
 
 /** What a traced operation's context holds: set at start, `result` or `error` added by Node. */
 export interface TraceContext {
@@ -54,7 +168,7 @@ export const tracing = {
   release: tracingChannel<object, TraceContext>('quorumlock:release'),
 } as const;
 
-export function publish(target: Channel, message: () => object): void {
+export function publish<Name extends ChannelName>(target: QuorumlockChannel<Name>, message: () => ChannelMessages[Name]): void {
   if (target.hasSubscribers) target.publish(message());
 }
 

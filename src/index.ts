@@ -20,4 +20,18 @@ export { quorumOf } from './quorum/tally.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
 export { fencedWrite, fenceKeyOf } from './fencing/guard.js';
 export { guardLua as FENCE_GUARD_LUA } from './lua/sources.js';
-export { channels } from './diagnostics.js';
+export {
+  channels,
+  subscribeChannel,
+  type AcquireStartMessage,
+  type AcquireEndMessage,
+  type VoteMessage,
+  type ExtendMessage,
+  type LostMessage,
+  type QuarantineMessage,
+  type ReleaseMessage,
+  type ChannelMessages,
+  type ChannelName,
+  type QuorumlockChannel,
+  type TraceContext,
+} from './diagnostics.js';

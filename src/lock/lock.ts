@@ -1,6 +1,10 @@
 /**
  * A held lock: what it covers, how long it is guaranteed, and the means to extend and release it.
  * extend() renews this same handle (no new object to swap in); release() is idempotent.
+ *
+ * Events (src/diagnostics.ts): a lock ends its holding exactly once on the plain channels, with
+ * `release` or with `lost`, whichever comes first, so that a gauge fed by acquire:end, release and
+ * lost stays right.
  */
 import { inspect } from 'node:util';
 import { clearBackgroundTimer, setBackgroundTimer, type BackgroundTimer } from '../clock/index.js';
@@ -51,6 +55,11 @@ export class Lock implements AsyncDisposable {
   #extending: Promise<unknown> = Promise.resolve();
   /** Created on first use of `signal`, so locks nobody watches cost no timer. */
   #controller: AbortController | undefined;
+  /**
+   * Whether the expiry timer runs: once `signal` is read, or from the start when 'quorumlock:lost'
+   * had subscribers as the lock was made (they are told of an expiry nobody else watches).
+   */
+  #expiryWatched: boolean;
   #expiryTimer: BackgroundTimer | undefined;
   #lost: LockLostError | undefined;
 
@@ -75,6 +84,9 @@ export class Lock implements AsyncDisposable {
     this.#deadline = held.deadline;
     this.#votes = held.votes;
     this.fence = held.fence;
+    // One boolean check when nobody listens: no timer for locks nobody observes.
+    this.#expiryWatched = channels.lost.hasSubscribers;
+    if (this.#expiryWatched) this.#armExpiry();
   }
 
   /**
@@ -115,14 +127,17 @@ export class Lock implements AsyncDisposable {
     if (!this.#controller) {
       this.#controller = new AbortController();
       if (this.#lost) this.#controller.abort(this.#lost);
-      else this.#armExpiry();
+      else if (!this.#expiryWatched) {
+        this.#expiryWatched = true;
+        this.#armExpiry();
+      }
     }
     return this.#controller.signal;
   }
 
   #armExpiry(): void {
     clearBackgroundTimer(this.#context.settings.clock, this.#expiryTimer);
-    if (!this.#controller || this.#released || this.#lost) return;
+    if (!this.#expiryWatched || this.#released || this.#lost) return;
     const remaining = this.remainingMs();
     if (remaining <= 0) return this.#lose(new LockLostError(this.resources, 'expired', { lostBecause: 'expired' }));
     // In the background: a lock nobody works under must not keep the process alive. Re-checked
@@ -143,7 +158,8 @@ export class Lock implements AsyncDisposable {
       },
       'lock lost',
     );
-    publish(channels.lost, () => ({ lockId: this.id, resources: this.resources, reason: error.reason }));
+    // The end of holding when no release came first (#lose does nothing after release()).
+    publish(channels.lost, () => ({ lockId: this.id, resources: this.resources, reason: error.reason, lostBecause: error.lostBecause }));
     this.#controller?.abort(error);
   }
 
@@ -232,7 +248,9 @@ export class Lock implements AsyncDisposable {
   /**
    * Compare-and-delete, sent to every member. Resolves as soon as a quorum confirmed (the others
    * show as 'pending' and run it when they get to it), or after nodeTimeout. Never throws for
-   * members that are down; the result says what each answered. Safe to call more than once.
+   * members that are down; the result says what each answered. Safe to call more than once: each
+   * call sends the release again and resolves with what it found, but only the first, if the lock
+   * was not lost before, publishes on 'quorumlock:release'.
    */
   async release(): Promise<ReleaseResult> {
     return traced(
@@ -245,6 +263,9 @@ export class Lock implements AsyncDisposable {
 
   async #releaseOnce(): Promise<ReleaseResult> {
     const { members, settings } = this.#context;
+    // Set before the round, so that a concurrent second call does not count as the first, and a
+    // loss found meanwhile is not reported: holding ends with this release.
+    const endsHolding = !this.#released && !this.#lost;
     this.#released = true;
     clearBackgroundTimer(settings.clock, this.#expiryTimer);
     // A release burst (thousands of locks released at once) queues on each member: a member still
@@ -260,7 +281,10 @@ export class Lock implements AsyncDisposable {
         { resources: this.resources, votes: describeVotes(round.votes, 'released') },
         'lock release not confirmed by a quorum; the keys expire by their TTL',
       );
-    if (channels.release.hasSubscribers) channels.release.publish({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs });
+    // Only the release that ends the holding: a second release(), or one after the lock was lost
+    // (which `lost` reported), is no new end, and a gauge would count it twice.
+    if (endsHolding && channels.release.hasSubscribers)
+      channels.release.publish({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs });
     return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
   }
 

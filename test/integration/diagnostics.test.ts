@@ -2,7 +2,7 @@
 import { subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { channels, LockExtendError, Redlock } from '../../src/index.js';
+import { channels, LockExtendError, Redlock, subscribeChannel, type ChannelMessages, type ChannelName } from '../../src/index.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
 import { eventually, fresh } from './util.js';
 
@@ -44,10 +44,11 @@ it('publishes acquire, vote, extend, release, lost and quarantine events, never 
     );
     expect(named('quorumlock:extend').map((event) => event.extended)).toEqual([true, false]);
     expect(named('quorumlock:extend')[1]).toMatchObject({ reason: 'lost' });
-    expect(named('quorumlock:lost')).toEqual([{ lockId: lock.id, resources: [resource], reason: 'extension failed' }]);
+    expect(named('quorumlock:lost')).toEqual([{ lockId: lock.id, resources: [resource], reason: 'extension failed', lostBecause: 'gone' }]);
     expect(ends[0]!.lockId).toBe(lock.id);
-    expect(named('quorumlock:release')[0]!.lockId).toBe(lock.id);
-    expect(named('quorumlock:release')[0]).toMatchObject({ resources: [resource], freed: true });
+    // The lost lock's release is no second end of holding: only the quarantined lock's release shows.
+    expect(named('quorumlock:release').map((event) => event.lockId)).toEqual([quarantined.id]);
+    expect(named('quorumlock:release')[0]).toMatchObject({ freed: true });
     // Member 0's quarantined answer may come after the others decided its round: wait for it.
     await eventually(async () => expect(named('quorumlock:quarantine')).toEqual([expect.objectContaining({ member: redlock.members[0]!.id })]));
     expect(JSON.stringify(seen)).not.toContain(lock.value);
@@ -128,4 +129,76 @@ it('keeps lock values out of failed votes: errors carry name, message and code, 
     await Promise.all(refusing.map((client) => client.call('ACL', 'SETUSER', 'default', '+@all')));
     await lock.release();
   }
+});
+
+/** Every plain event, in order, while `body` runs. */
+async function recording(body: (events: { channel: ChannelName; lockId?: string; message: ChannelMessages[ChannelName] }[]) => Promise<void>): Promise<void> {
+  const events: { channel: ChannelName; lockId?: string; message: ChannelMessages[ChannelName] }[] = [];
+  const names: ChannelName[] = ['quorumlock:acquire:end', 'quorumlock:release', 'quorumlock:lost', 'quorumlock:extend'];
+  const stops = names.map((channel) =>
+    subscribeChannel(channel, (message) => events.push({ channel, lockId: 'lockId' in message ? message.lockId : undefined, message })),
+  );
+  try {
+    await body(events);
+  } finally {
+    for (const stop of stops) stop();
+  }
+}
+
+it('ends each lock once: a second release() publishes nothing, a release() after a loss publishes nothing', async () => {
+  await recording(async (events) => {
+    const redlock = new Redlock(servers.clients, { retryCount: 0 });
+    const twice = await redlock.acquire(fresh('twice'), 10_000);
+    const [first, second] = await Promise.all([twice.release(), twice.release()]); // concurrent: still one end
+    expect([first.freed, second.freed]).toEqual([true, true]);
+    await twice.release();
+    const ends = (lockId: string) => events.filter((event) => event.lockId === lockId && event.channel !== 'quorumlock:extend').map((event) => event.channel);
+    expect(ends(twice.id)).toEqual(['quorumlock:acquire:end', 'quorumlock:release']);
+
+    const lost = await redlock.acquire(fresh('lost'), 10_000);
+    await Promise.all(servers.clients.map((client) => client.del(lost.resources[0]!)));
+    await expect(lost.extend(10_000)).rejects.toMatchObject({ reason: 'lost' });
+    await lost.release();
+    await lost.release();
+    expect(ends(lost.id)).toEqual(['quorumlock:acquire:end', 'quorumlock:lost']);
+    expect(events.find((event) => event.channel === 'quorumlock:lost')!.message).toEqual({
+      lockId: lost.id,
+      resources: lost.resources,
+      reason: 'extension failed',
+      lostBecause: 'gone',
+    });
+  });
+});
+
+it('publishes the expiry of a lock nobody watches when lost had subscribers at its acquire, and then no release', async () => {
+  await recording(async (events) => {
+    const redlock = new Redlock(servers.clients, { retryCount: 0 });
+    const lock = await redlock.acquire(fresh('expires'), 200); // its signal is never read
+    await eventually(async () => expect(events.filter((event) => event.channel === 'quorumlock:lost')).toHaveLength(1));
+    expect(lock.remainingMs()).toBe(0);
+    expect(events.find((event) => event.channel === 'quorumlock:lost')!.message).toEqual({
+      lockId: lock.id,
+      resources: lock.resources,
+      reason: 'expired',
+      lostBecause: 'expired',
+    });
+    await lock.release();
+    expect(events.filter((event) => event.lockId === lock.id).map((event) => event.channel)).toEqual(['quorumlock:acquire:end', 'quorumlock:lost']);
+  });
+});
+
+it('arms no expiry timer for a lock made while nobody listened on lost: the expiry shows once its signal is read', async () => {
+  const redlock = new Redlock(servers.clients, { retryCount: 0 });
+  expect(channels.lost.hasSubscribers).toBe(false);
+  const lock = await redlock.acquire(fresh('unobserved'), 100);
+  await recording(async (events) => {
+    await eventually(async () => expect(lock.remainingMs()).toBe(0));
+    // Had a timer been armed, it would have fired by now (it is due at the deadline just passed)
+    // and published here; a slow machine can only make this pass late, never fail it.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(events).toEqual([]);
+    expect(lock.signal.aborted).toBe(true); // reading it finds the expiry at once
+    expect(events.map((event) => event.channel)).toEqual(['quorumlock:lost']);
+  });
+  await lock.release();
 });
