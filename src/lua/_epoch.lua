@@ -1,5 +1,6 @@
--- (Included by acquire.lua, fence.lua and trust.lua.) The member's epoch: since when this server
--- has held the data it holds, kept in a hash with what identifies that data's lineage.
+-- (Included by acquire.lua, fence.lua and trust.lua, after _compat.lua.) The member's epoch:
+-- since when this server has held the data it holds, kept in a hash with what identifies that
+-- data's lineage.
 -- #include _time.lua
 
 -- The run id of the process this script text was loaded into, when the client loaded a copy of
@@ -18,7 +19,9 @@ local function infoField(info, field)
     return ''
   end
   local from = at + #field + 2
-  return string.sub(info, from, string.find(info, '\r', from, true) - 1)
+  -- Lines end in \r\n; a last line without one runs to the end of the text.
+  local stop = string.find(info, '\r', from, true) or string.find(info, '\n', from, true) or #info + 1
+  return string.sub(info, from, stop - 1)
 end
 
 -- The epoch of the data this server holds now in the hash `epoch`: its id and since, or nil when

@@ -4,11 +4,12 @@
 -- malformed call, which the script refuses outright: with a wrong key count its loops would run
 -- zero times, and an acquire would report a lock it never set.
 local function resourceCount(extra)
-  local n = (#KEYS - extra) / 3
-  if n < 1 or n ~= math.floor(n) then
+  local keys = #KEYS - extra
+  if keys < 3 or keys % 3 ~= 0 then
     return nil
   end
-  return n
+  -- math.floor: an integer in Lua 5.4 too (`/` alone yields a float there).
+  return math.floor(keys / 3)
 end
 
 local function malformed(expected)

@@ -16,6 +16,7 @@
 -- PTTL among held keys (-1: none held, -2: held without an expiry); place = 0-based place in the
 -- longest line (-1: not in line); the epoch id ('' with quarantine and fencing off) and its
 -- quarantine left (-1: quarantine off), for a fence sync bound to it.
+-- #include _compat.lua
 -- #include _keys.lua
 local n = resourceCount(1)
 if not n then

@@ -29,6 +29,7 @@ local n = #KEYS - 1
 if n < 1 then
   return redis.error_reply('quorumlock: expected the lock keys and the epoch key, got ' .. #KEYS)
 end
+-- #include _compat.lua
 -- #include _epoch.lua
 -- #include _fence.lua
 local epoch = KEYS[#KEYS]

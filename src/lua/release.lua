@@ -4,6 +4,7 @@
 -- of waiters exists, PUBLISHes to the channel of the waiter now first in line only
 -- (WAITER_CHANNEL .. id): one message per member per release, however long the line, and
 -- only that waiter wakes up. Returns how many keys were deleted.
+-- #include _compat.lua
 -- #include _keys.lua
 local n = resourceCount(0)
 if not n then

@@ -9,6 +9,7 @@
 --   issued (e.g. the highest token the protected resources have accepted); it becomes the
 --   epoch's floor (every resource reads at least it, trusted). The quarantine is not touched.
 -- Returns the quarantine ms that was left before ('new'), or the floor now ('floor').
+-- #include _compat.lua
 -- #include _epoch.lua
 -- #include _fence.lua
 local id, since = currentEpoch(KEYS[1])

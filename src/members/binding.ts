@@ -21,8 +21,8 @@
  *   wherever the call lands), so a call that reaches any other process, re-sent or retargeted,
  *   fails with NOSCRIPT and is never counted; after a NOSCRIPT the member stops using that copy
  *   and binds afresh, with a new nonce.
- * Where any of this cannot be known (Redis < 7, where SCRIPT LOAD is propagated: checked on the
- * process the loader reached too; Dragonfly, which has no run id; a Cluster, whose calls spread
+ * Where any of this cannot be known (Redis < 7 and KeyDB, where SCRIPT LOAD is propagated: checked
+ * on the process the loader reached too; Dragonfly, which has no run id; a Cluster, whose calls spread
  * over nodes; a client that is not ioredis' own Redis, or whose reconnectOnError may re-send a
  * call that met NOSCRIPT forever; no permission for SCRIPT LOAD or MULTI), the generic scripts
  * read INFO server, as before.
@@ -36,14 +36,18 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from '../options/settings.js';
 import { BINDABLE, boundLua, type Bindable } from '../store/scripts.js';
-import { serverFacts, type ServerFacts } from '../store/server.js';
+import { hasRunId, keepsScriptsLocal, serverFacts, type ServerFacts } from '../store/server.js';
 import type { ServerWatch } from './watch.js';
 
 const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
 
-/** A Redis ≥ 7 process with a run id. */
-function canBind(facts: ServerFacts): boolean {
-  return /^[0-9a-f]{40}$/.test(facts.runId) && Number(facts.version?.split('.')[0]) >= 7;
+/**
+ * A process that names itself (a run id: not Dragonfly) and keeps loaded scripts to itself
+ * (Redis ≥ 7, any Valkey: store/server.ts, keepsScriptsLocal). Each is read from INFO as the
+ * feature it is, not from `redis_version` alone (Valkey pins it at 7.2.4, KeyDB says 6.3).
+ */
+export function canBind(facts: ServerFacts): boolean {
+  return hasRunId(facts) && keepsScriptsLocal(facts);
 }
 
 /** The most a load may take: a server that accepts the connection and never answers must not hold it (or the process) longer. */

@@ -18,7 +18,17 @@ import type { Topology } from './topology.js';
 function clusterFacts(cluster: Cluster): Promise<ServerFacts> {
   return Promise.all(cluster.nodes('master').map((node) => node.info().then(serverFacts))).then((nodes) => {
     const evicting = nodes.find((facts) => whyNotCounting(facts) !== undefined);
-    return { ...(evicting ?? { replid: '', role: 'master', maxmemory: 0, maxmemoryPolicy: 'noeviction', version: nodes[0]?.version }), runId: '' };
+    const first = nodes[0];
+    const facts = evicting ?? {
+      role: 'master',
+      maxmemory: 0,
+      maxmemoryPolicy: 'noeviction',
+      version: first?.version,
+      engine: first?.engine,
+      engineVersion: first?.engineVersion,
+    };
+    // No identity: a Cluster is many processes (its duplicates are caught by address).
+    return { ...facts, runId: '', replid: '' };
   });
 }
 

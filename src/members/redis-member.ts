@@ -32,7 +32,7 @@ import type { Member } from './member.js';
 import { serverTopology } from './server.js';
 import type { Topology } from './topology.js';
 import { watchServer, type ServerWatch } from './watch.js';
-import { whyNotCounting } from '../store/server.js';
+import { serverIdentity, whyNotCounting } from '../store/server.js';
 
 /** Calls per socket write in a burst (#call). Each of our calls is 1 to 3 buffers for ioredis. */
 const CORK_BATCH = 256;
@@ -181,9 +181,13 @@ export class RedisMember implements Member {
     return this.#binding.current;
   }
 
-  /** The server's run id at its last reading (undefined before the first, or on a Cluster). */
+  /**
+   * What names the server for the duplicate check, at its last reading: its run id, or its
+   * replication id where the engine has no run id (Dragonfly); undefined before the first
+   * reading, or on a Cluster.
+   */
   get serverId(): string | undefined {
-    return this.#server.facts?.runId || undefined;
+    return this.#server.facts && serverIdentity(this.#server.facts);
   }
 
   /** The role this member reported at its last (re)connect or refresh: 'master', 'slave', ... */

@@ -1,0 +1,311 @@
+/**
+ * Every script in src/lua, as shipped (src/lua/sources.ts: after the #include expansion), run by
+ * a real Lua 5.4 interpreter (`lua5.4`, Debian package lua5.4), which is what Dragonfly embeds.
+ * redis.call / redis.pcall go from the interpreter (test/unit/lua54/driver.lua) to this test,
+ * which answers them from the fake Redis of test/model (fake-redis.ts). For representative calls
+ * of each script it checks what an engine stricter than Redis would refuse:
+ * - the script loads and runs (no syntax error, no global Lua 5.4 lacks, such as `unpack`);
+ * - every number it returns, and every number it passes to a command, is an integer (Lua 5.4's
+ *   `/` yields a float: 2.0 would reach a reply or a command as "2.0");
+ * - every key a command touches is one of the script's KEYS (Dragonfly refuses undeclared keys;
+ *   channels, INFO and TIME are not keys);
+ * and that the replies are the ones the protocol expects.
+ * Skipped, with the reason printed, only when lua5.4 is not installed.
+ */
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock/clock.js';
+import { acquireLua, extendLua, fenceLua, guardLua, leaveLua, releaseLua, trustLua } from '../../src/lua/sources.js';
+import { EPOCH_KEY, resourceKeys, waiterChannel } from '../../src/store/keys.js';
+import { acquireArgs, extendArgs, fenceArgs, leaveArgs, releaseArgs, trustArgs, type AcquireRequest } from '../../src/store/protocol.js';
+import { boundLua } from '../../src/store/scripts.js';
+import { ErrorReply, FakeRedisServer, StatusReply, type Reply } from '../model/fake-redis.js';
+
+const LUA = process.env.QUORUMLOCK_LUA54 ?? 'lua5.4';
+const found = spawnSync(LUA, ['-v'], { encoding: 'utf8' });
+const luaVersion = found.status === 0 ? `${found.stdout}${found.stderr}`.trim() : undefined;
+if (luaVersion === undefined) console.warn(`test/unit/lua54.test.ts skipped: no ${LUA} on the PATH (Debian: apt-get install -y lua5.4)`);
+
+const DRIVER = fileURLToPath(new URL('./lua54/driver.lua', import.meta.url));
+
+/** A value as the driver reports it; a float stays visible as { float }. */
+type Value = number | string | null | Value[] | { err: string } | { ok: string } | { float: string } | { other: string };
+
+const hex = (text: string) => Buffer.from(text, 'utf8').toString('hex');
+const unhex = (text: string) => Buffer.from(text, 'hex').toString('utf8');
+
+function decode(tokens: string[], at = 0): [Value, number] {
+  const token = tokens[at]!;
+  const [tag, rest] = [token[0], token.slice(1)];
+  switch (tag) {
+    case 's':
+      return [unhex(rest), at + 1];
+    case 'i':
+      return [Number(rest), at + 1];
+    case 'f':
+      return [{ float: rest }, at + 1];
+    case 'n':
+      return [null, at + 1];
+    case 'e':
+      return [{ err: unhex(rest) }, at + 1];
+    case 't':
+      return [{ ok: unhex(rest) }, at + 1];
+    case 'a': {
+      const items: Value[] = [];
+      let next = at + 1;
+      for (let i = 0; i < Number(rest); i++) [items[i], next] = decode(tokens, next);
+      return [items, next];
+    }
+    default:
+      return [{ other: rest }, at + 1];
+  }
+}
+
+function encodeReply(reply: Reply): string {
+  if (reply === null) return 'n';
+  if (typeof reply === 'number') return `i${reply}`;
+  if (typeof reply === 'string') return `s${hex(reply)}`;
+  if (reply instanceof ErrorReply) return `e${hex(reply.message)}`;
+  if (reply instanceof StatusReply) return `t${hex(reply.status)}`;
+  return [`a${reply.length}`, ...reply.map(encodeReply)].join(' ');
+}
+
+function hasFloat(value: Value): boolean {
+  if (Array.isArray(value)) return value.some(hasFloat);
+  return typeof value === 'object' && value !== null && 'float' in value;
+}
+
+/** Where a command's keys are among its arguments (after the name). Not listed: refused. */
+const KEYS_OF: Record<string, 'first' | 'all' | 'none'> = {
+  GET: 'first',
+  SET: 'first',
+  DEL: 'all',
+  EXISTS: 'all',
+  PTTL: 'first',
+  PEXPIRE: 'first',
+  ZADD: 'first',
+  ZREM: 'first',
+  ZRANGE: 'first',
+  ZRANGEBYSCORE: 'first',
+  ZRANK: 'first',
+  HGET: 'first',
+  HMGET: 'first',
+  HSET: 'first',
+  TIME: 'none',
+  INFO: 'none',
+  PUBLISH: 'none', // a channel, not a key
+};
+
+interface Run {
+  reply: Value;
+  /** The commands the script ran, as strings. */
+  calls: string[][];
+  /** What a stricter engine would refuse: floats, undeclared keys, unknown commands. */
+  problems: string[];
+}
+
+/** One lua5.4 process running the driver; one script run at a time. */
+class Lua54 {
+  readonly #child: ChildProcessWithoutNullStreams;
+  #pending: { run: Run; keys: Set<string>; done: (run: Run) => void; fail: (error: Error) => void } | undefined;
+  /** Rewrites what a command answers (e.g. INFO of another engine); default: the fake's reply. */
+  answer: (args: string[]) => Reply;
+
+  constructor(readonly server: FakeRedisServer) {
+    this.answer = (args) => server.execute(args);
+    this.#child = spawn(LUA, [DRIVER]);
+    this.#child.stderr.on('data', (chunk: Buffer) => this.#pending?.fail(new Error(`lua5.4: ${chunk.toString()}`)));
+    createInterface({ input: this.#child.stdout }).on('line', (line) => this.#line(line));
+  }
+
+  #line(line: string): void {
+    const pending = this.#pending;
+    if (!pending) throw new Error(`driver said ${line} between runs`);
+    const [kind, ...tokens] = line.split(' ');
+    if (kind === 'CALL') {
+      const values = tokens.slice(1).map((token) => decode([token])[0]);
+      const args = values.map((value) => {
+        if (typeof value === 'string' || typeof value === 'number') return String(value);
+        pending.run.problems.push(`non-string, non-integer argument ${JSON.stringify(value)} in ${JSON.stringify(values)}`);
+        return typeof value === 'object' && value !== null && 'float' in value ? value.float : String(value);
+      });
+      pending.run.calls.push(args);
+      const name = (args[0] ?? '').toUpperCase();
+      const where = KEYS_OF[name];
+      if (where === undefined) pending.run.problems.push(`command ${name} is not in this test's key table: add where its keys are`);
+      const touched = where === 'all' ? args.slice(1) : where === 'first' ? args.slice(1, 2) : [];
+      for (const key of touched) if (!pending.keys.has(key)) pending.run.problems.push(`${name} touches ${key}, which is not in KEYS`);
+      this.#child.stdin.write(`${encodeReply(this.answer(args))}\n`);
+      return;
+    }
+    this.#pending = undefined;
+    if (kind === 'DONE') {
+      const [reply] = decode(tokens);
+      if (hasFloat(reply)) pending.run.problems.push(`a float in the reply ${JSON.stringify(reply)}`);
+      pending.run.reply = reply;
+      pending.done(pending.run);
+    } else pending.fail(new Error(`script failed: ${unhex(tokens[0] ?? '')}`));
+  }
+
+  run(name: string, script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Run> {
+    if (this.#pending) throw new Error('one run at a time');
+    return new Promise<Run>((done, fail) => {
+      this.#pending = { run: { reply: null, calls: [], problems: [] }, keys: new Set(keys), done, fail };
+      const words = ['RUN', hex(name), hex(script), String(keys.length), ...[...keys, ...args.map(String)].map(hex)];
+      this.#child.stdin.write(`${words.join(' ')}\n`);
+    });
+  }
+
+  close(): void {
+    this.#child.stdin.end();
+    this.#child.kill();
+  }
+}
+
+const request = (value: string, overrides: Partial<AcquireRequest> = {}): AcquireRequest => ({
+  value,
+  ttlMs: 10_000,
+  waiter: { id: `waiter-${value}`, ticket: 1, leaseMs: 0 },
+  quarantineMs: 60_000,
+  fencing: true,
+  ...overrides,
+});
+
+describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVersion ?? 'absent'})`, () => {
+  let clock: ManualClock;
+  let server: FakeRedisServer;
+  let lua: Lua54;
+
+  beforeAll(() => {
+    clock = new ManualClock();
+    server = new FakeRedisServer({ clock, port: 7001 });
+    lua = new Lua54(server);
+  });
+  afterAll(() => lua?.close());
+
+  /** Runs `script` and requires a clean run: no floats, no undeclared key, no unknown command. */
+  async function clean(name: string, script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Run> {
+    const run = await lua.run(name, script, keys, args);
+    expect(run.problems, `${name}: ${run.calls.map((call) => call.join(' ')).join(' | ')}`).toEqual([]);
+    return run;
+  }
+
+  const acquire = (resources: string[], req: AcquireRequest, settled = '', script = acquireLua) =>
+    clean('acquire.lua', script, [...resourceKeys(resources), EPOCH_KEY], acquireArgs(req, settled));
+
+  it('the interpreter is Lua 5.4, and it refuses what Redis 7 refuses (unknown globals, `unpack`)', async () => {
+    expect(luaVersion).toMatch(/Lua 5\.4/);
+    await expect(lua.run('probe', 'return unpack({1})', [], [])).rejects.toThrow(/nonexistent global variable 'unpack'/);
+    await expect(lua.run('probe', 'x = 1', [], [])).rejects.toThrow(/create global/);
+    const run = await lua.run('probe', 'return 5 / 2', [], []);
+    expect(run.problems).toEqual([expect.stringMatching(/a float in the reply/)]);
+  });
+
+  it('acquire, trust, fence, extend, release, leave and guard run clean and reply as the protocol says', async () => {
+    // A brand-new epoch: quarantined, the fence counter untrusted.
+    const first = await acquire(['lua54:a'], request('owner-a'));
+    expect(first.reply).toEqual([3, 60_000, 0, 0, expect.any(String)]);
+    const epochId = (first.reply as Value[])[4] as string;
+
+    // trust 'new': the quarantine left before (an integer), then genesis.
+    expect((await clean('trust.lua', trustLua, [EPOCH_KEY], trustArgs('new', 60_000))).reply).toBe(60_000);
+
+    // A free key in a trusted epoch: locked, counter 0 and trusted.
+    expect((await acquire(['lua54:b'], request('owner-b'))).reply).toEqual([1, 0, 0, 1, epochId]);
+    // The epoch already seen settled, no fencing: the short reply.
+    expect((await acquire(['lua54:c'], request('owner-c', { fencing: false }), epochId)).reply).toBe(1);
+    // Two resources at once (6 keys + the epoch: resourceCount's arithmetic).
+    expect((await acquire(['lua54:d1', 'lua54:d2'], request('owner-d'))).reply).toEqual([1, 0, 0, 1, epochId]);
+
+    // A held key: refused, and the caller joins the line (place 0).
+    clock.advance(1_000);
+    const held = await acquire(['lua54:a'], request('other', { waiter: { id: 'w1', ticket: 2, leaseMs: 5_000 } }));
+    expect(held.reply).toEqual([0, 9_000, 0, epochId, 0]);
+
+    // extend: held by us, by another, gone.
+    expect((await clean('extend.lua', extendLua, ['lua54:a'], extendArgs('owner-a', 10_000))).reply).toBe(1);
+    expect((await clean('extend.lua', extendLua, ['lua54:a'], extendArgs('other', 10_000))).reply).toBe(-1);
+    expect((await clean('extend.lua', extendLua, ['lua54:none'], extendArgs('owner-a', 10_000))).reply).toBe(0);
+
+    // fence: a propose while holding, then a sync with a floor, in the epoch named.
+    const propose = await clean('fence.lua', fenceLua, ['lua54:a', EPOCH_KEY], fenceArgs('owner-a', 5, 'propose', epochId, undefined));
+    expect(propose.reply).toEqual([1, 0, 1, epochId, 5, 1]);
+    const sync = await clean('fence.lua', fenceLua, ['lua54:b', EPOCH_KEY], fenceArgs('owner-b', 7, 'sync', epochId, 3));
+    expect(sync.reply).toEqual([1, 0, 1, epochId, 7, 1]);
+    // Another epoch named: refused.
+    expect((await clean('fence.lua', fenceLua, ['lua54:a', EPOCH_KEY], fenceArgs('owner-a', 9, 'sync', 'other', 3))).reply).toEqual([0, 0, 0, '', 0, 0]);
+
+    // trust 'floor': the floor now.
+    expect((await clean('trust.lua', trustLua, [EPOCH_KEY], trustArgs('floor', 10))).reply).toBe(10);
+
+    // release by the owner: one key deleted, the first waiter told on its channel.
+    const release = await clean('release.lua', releaseLua, resourceKeys(['lua54:a']), releaseArgs('owner-a'));
+    expect(release.reply).toBe(1);
+    expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('w1'), 'lua54:a']);
+
+    // leave: the waiter gives up its place.
+    expect((await clean('leave.lua', leaveLua, resourceKeys(['lua54:a']), leaveArgs('w1'))).reply).toBe(1);
+
+    // guard: a current token writes, an older one is turned away.
+    expect((await clean('guard.lua', guardLua, ['lua54:data', 'lua54:data:fence'], ['v1', 3])).reply).toBe(1);
+    expect((await clean('guard.lua', guardLua, ['lua54:data', 'lua54:data:fence'], ['v0', 2])).reply).toBe(0);
+  });
+
+  it('stale waiters are dropped by acquire and release (unpack of the stale list)', async () => {
+    await acquire(['lua54:s'], request('holder', { fencing: false }));
+    // One waiter that stays (the line outlives the stale ones), two whose leases lapse.
+    await acquire(['lua54:s'], request('long', { fencing: false, waiter: { id: 'long', ticket: 3, leaseMs: 60_000 } }));
+    await acquire(['lua54:s'], request('late-1', { fencing: false, waiter: { id: 'late-1', ticket: 4, leaseMs: 1_000 } }));
+    await acquire(['lua54:s'], request('late-2', { fencing: false, waiter: { id: 'late-2', ticket: 5, leaseMs: 1_000 } }));
+    clock.advance(1_500);
+    const again = await acquire(['lua54:s'], request('late-3', { fencing: false, waiter: { id: 'late-3', ticket: 6, leaseMs: 60_000 } }));
+    expect(again.calls).toContainEqual(['ZREM', resourceKeys(['lua54:s'])[1], 'late-1', 'late-2']);
+    expect((again.reply as Value[])[2]).toBe(1); // behind 'long' only
+    await acquire(['lua54:s'], request('late-4', { fencing: false, waiter: { id: 'late-4', ticket: 7, leaseMs: 1_000 } }));
+    clock.advance(1_500);
+    const release = await clean('release.lua', releaseLua, resourceKeys(['lua54:s']), releaseArgs('holder'));
+    expect(release.reply).toBe(1);
+    expect(release.calls).toContainEqual(['ZREM', resourceKeys(['lua54:s'])[1], 'late-4']);
+    expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('long'), 'lua54:s']);
+  });
+
+  it('a bound copy of acquire (binding.ts) runs too', async () => {
+    const bound = boundLua(acquireLua, server.runId!, 'abc123');
+    const run = await acquire(['lua54:bound'], request('owner-bound'), '', bound);
+    expect((run.reply as Value[])[0]).toBe(1);
+    expect(run.calls.some((call) => call[0] === 'INFO' && call[1] === 'server')).toBe(false);
+  });
+
+  it('a malformed call is refused with an error reply, not a float or a crash', async () => {
+    const run = await clean('acquire.lua', acquireLua, ['lua54:x', 'lua54:y'], acquireArgs(request('v'), ''));
+    expect(run.reply).toEqual({ err: expect.stringMatching(/expected 3 keys per resource/) });
+    const release = await clean('release.lua', releaseLua, ['lua54:x', 'lua54:y'], releaseArgs('v'));
+    expect(release.reply).toEqual({ err: expect.stringMatching(/expected 3 keys per resource/) });
+  });
+
+  it('without a run id in INFO (Dragonfly), the epoch is kept from call to call, and a new replication id starts a new one', async () => {
+    // INFO server without run_id, and the replication section's last line without its \r\n.
+    lua.answer = (args) => {
+      const reply = server.execute(args);
+      if (args[0] !== 'INFO' || typeof reply !== 'string') return reply;
+      return reply.replace(/run_id:[0-9a-f]+\r\n/, '').replace(/\r\n$/, '');
+    };
+    try {
+      const epochKey = `${EPOCH_KEY}:df`;
+      const call = (resource: string) => clean('acquire.lua', acquireLua, [...resourceKeys([resource]), epochKey], acquireArgs(request(resource), ''));
+      const first = (await call('lua54:df1')).reply as Value[];
+      clock.advance(10);
+      const second = (await call('lua54:df2')).reply as Value[];
+      expect(second[4]).toBe(first[4]); // the same epoch: '' == '' is not a new process
+      expect(second[1]).toBe(60_000 - 10); // its quarantine runs on
+      expect(server.execute(['HGET', epochKey, 'run_id'])).toBe('');
+      server.failover(); // a new master_replid
+      const third = (await call('lua54:df3')).reply as Value[];
+      expect(third[4]).not.toBe(first[4]);
+    } finally {
+      lua.answer = (args) => server.execute(args);
+    }
+  });
+});
