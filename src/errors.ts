@@ -24,6 +24,12 @@ export const errorCodes = {
   QUORUMLOCK_ERR_INVALID_ARG_TYPE: 'QUORUMLOCK_ERR_INVALID_ARG_TYPE',
   /** RangeError (an ArgumentError): an argument or option has the right type but a value out of range; `parameter` names it. */
   QUORUMLOCK_ERR_OUT_OF_RANGE: 'QUORUMLOCK_ERR_OUT_OF_RANGE',
+  /**
+   * TypeError (an ArgumentError): an options object has a name the call does not take (a typo, or
+   * another client's option, such as node-redlock's automaticExtensionThreshold); `parameter` names
+   * it, and the message says what to use instead.
+   */
+  QUORUMLOCK_ERR_UNKNOWN_OPTION: 'QUORUMLOCK_ERR_UNKNOWN_OPTION',
   /** Error: a member answered one of our scripts with a reply the protocol does not know (store/protocol.ts); never read as a yes. */
   QUORUMLOCK_ERR_PROTOCOL: 'QUORUMLOCK_ERR_PROTOCOL',
 } as const;
@@ -34,7 +40,7 @@ export type ErrorCode = (typeof errorCodes)[keyof typeof errorCodes];
 /** A TypeError or RangeError that also names the offending parameter in `parameter`. */
 export type ArgumentError = (TypeError | RangeError) & {
   parameter: string;
-  code: typeof errorCodes.QUORUMLOCK_ERR_INVALID_ARG_TYPE | typeof errorCodes.QUORUMLOCK_ERR_OUT_OF_RANGE;
+  code: typeof errorCodes.QUORUMLOCK_ERR_INVALID_ARG_TYPE | typeof errorCodes.QUORUMLOCK_ERR_OUT_OF_RANGE | typeof errorCodes.QUORUMLOCK_ERR_UNKNOWN_OPTION;
 };
 
 /**
@@ -45,6 +51,14 @@ export type ArgumentError = (TypeError | RangeError) & {
 export function argumentError(Kind: typeof TypeError | typeof RangeError, parameter: string, message: string): ArgumentError {
   const code = Kind === RangeError ? errorCodes.QUORUMLOCK_ERR_OUT_OF_RANGE : errorCodes.QUORUMLOCK_ERR_INVALID_ARG_TYPE;
   return Object.assign(new Kind(`quorumlock: ${parameter} ${message}`), { parameter, code });
+}
+
+/**
+ * The error for an option name the call does not take: a TypeError with code
+ * QUORUMLOCK_ERR_UNKNOWN_OPTION, `parameter` the name, and the message `quorumlock: <name> <message>`.
+ */
+export function unknownOptionError(name: string, message: string): ArgumentError {
+  return Object.assign(new TypeError(`quorumlock: ${name} ${message}`), { parameter: name, code: errorCodes.QUORUMLOCK_ERR_UNKNOWN_OPTION });
 }
 
 /** A member's reply that store/protocol.ts cannot decode: the vote becomes 'error', never a yes. */

@@ -20,6 +20,7 @@ import {
   checkSettings,
   checkTtl,
 } from './options/check.js';
+import { acquireOptionNames, checkOptionNames, tryAcquireOptionNames, usingOptionNames } from './options/names.js';
 import type { AcquireOptions, AttemptPolicy, RedlockOptions, Settings, UsingOptions } from './options/settings.js';
 import { newWaiterId } from './waiting/line.js';
 import { Notifications } from './waiting/notifications.js';
@@ -34,6 +35,22 @@ export interface MemberStatus {
   readonly role: string | undefined;
   /** Why its yes does not count now (not a master, may evict lock keys, the same server as another member), or undefined. */
   readonly notCounting: string | undefined;
+}
+
+/**
+ * using()'s error for a `work` that is no function. node-redlock v5's order,
+ * using(resources, duration, settings, routine), puts an object where quorumlock expects the
+ * work and the function after it: say so, rather than only "must be a function".
+ */
+function usingWorkError(work: unknown, options: unknown): Error {
+  const got = work === null ? 'null' : typeof work;
+  if (typeof options === 'function' && typeof work === 'object')
+    return argumentError(
+      TypeError,
+      'work',
+      `must be a function, got an object and then a function: quorumlock's order is using(resources, ttl, work, options) (node-redlock v5 passes settings before the routine)`,
+    );
+  return argumentError(TypeError, 'work', `must be a function, got ${got}`);
 }
 
 /** @internal What a Redlock's locks and tests reach that its users do not. */
@@ -163,6 +180,15 @@ export class Redlock {
     const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
     const policy = checkAcquireOptions(options, this.settings);
+    // After checkAcquireOptions: a non-object is refused there first, as before.
+    checkOptionNames(options, acquireOptionNames);
+    // Not through #acquire: a returned promise would cost the hot path two more ticks.
+    const lockId = newWaiterId();
+    return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
+  }
+
+  /** acquire() for using(), whose options (acquire's and its own) are checked already. */
+  async #acquire(names: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Lock> {
     const lockId = newWaiterId();
     return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
   }
@@ -177,6 +203,7 @@ export class Redlock {
     checkTtl(ttl, this.settings);
     // Checked as given: a non-object spread below would pass as an object.
     checkOptionsObject(options);
+    checkOptionNames(options, tryAcquireOptionNames);
     // Named, not spread (a spread costs ~2 µs): what one attempt can use, as before.
     const { signal, fencing, waitTimeout } = options as AcquireOptions;
     const policy = checkAcquireOptions({ signal, fencing, waitTimeout, retryCount: 0 }, this.settings);
@@ -205,12 +232,14 @@ export class Redlock {
     work: (signal: AbortSignal, lock: Lock) => Promise<T>,
     options?: UsingOptions,
   ): Promise<T> {
-    if (typeof work !== 'function') throw argumentError(TypeError, 'work', `must be a function, got ${typeof work}`);
+    if (typeof work !== 'function') throw usingWorkError(work, options);
     checkOptionsObject(options);
+    checkOptionNames(options, usingOptionNames);
+    const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
     const threshold = checkExtendThreshold(options?.extendThreshold, ttl, this.settings);
     const maxExtensions = checkMaxExtensions(options?.maxExtensions);
-    const lock = await this.acquire(resources, ttl, options);
+    const lock = await this.#acquire(names, ttl, checkAcquireOptions(options, this.settings));
     const signal = lock.signal;
     const stop = keepExtended(lock, ttl, threshold, this.settings.clock, maxExtensions);
     try {

@@ -8,6 +8,7 @@ import { memberId, type MemberClient } from '../members/id.js';
 import { isReservedName, RESERVED_NAMES } from '../store/keys.js';
 import { argumentError } from '../errors.js';
 import { clusterPrefixWorks, slotOf } from '../store/slots.js';
+import { checkOptionNames, redlockOptionNames } from './names.js';
 import { defaults, MAX_TTL_MS, silentLogger, type AcquireOptions, type AttemptPolicy, type Logger, type RedlockOptions, type Settings } from './settings.js';
 
 function show(value: unknown): string {
@@ -71,6 +72,7 @@ function checkClock(value: unknown): Clock {
 
 export function checkSettings(options: RedlockOptions = {}): Settings {
   if (typeof options !== 'object' || options === null) throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
+  checkOptionNames(options, redlockOptionNames);
   return {
     driftFactor: options.driftFactor === undefined ? defaults.driftFactor : checkDriftFactor(options.driftFactor),
     ...checkRetries(options, defaults),

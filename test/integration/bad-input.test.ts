@@ -167,6 +167,77 @@ describe('bad input never reaches the network', () => {
     expect(statuses(clients)).toEqual(['wait', 'wait', 'wait']);
   });
 
+  // Options carried over from node-redlock (or mistyped) are refused, not ignored, and say what to use.
+  it.each<{ label: string; call: (redlock: Redlock) => Promise<unknown>; parameter: string; says: string[] }>([
+    {
+      label: 'acquire: a typo (retryCont)',
+      call: (r) => r.acquire('r', 1_000, { retryCont: 3 } as never),
+      parameter: 'retryCont',
+      says: ['is not an option of acquire() (did you mean retryCount?)', 'its options are retryCount, retryDelay'],
+    },
+    {
+      label: "acquire: node-redlock v5's automaticExtensionThreshold",
+      call: (r) => r.acquire('r', 1_000, { automaticExtensionThreshold: 500 } as never),
+      parameter: 'automaticExtensionThreshold',
+      says: ['acquire() does not extend by itself', 'extendThreshold'],
+    },
+    {
+      label: 'acquire: a constructor setting per call (nodeTimeout)',
+      call: (r) => r.acquire('r', 1_000, { nodeTimeout: 10 } as never),
+      parameter: 'nodeTimeout',
+      says: ['is a new Redlock() option'],
+    },
+    {
+      label: "using: node-redlock v5's automaticExtensionThreshold",
+      call: (r) => r.using('r', 1_000, async () => undefined, { automaticExtensionThreshold: 500 } as never),
+      parameter: 'automaticExtensionThreshold',
+      says: ['extendThreshold ms (default ttl / 3)'],
+    },
+    {
+      label: 'using: an unknown option, even with a valid one beside it',
+      call: (r) => r.using('r', 1_000, async () => undefined, { extendThreshold: 300, lockTimeout: 1_000 } as never),
+      parameter: 'lockTimeout',
+      says: ["is redis-semaphore's", 'second argument'],
+    },
+    {
+      label: 'tryAcquire: retryCount (one attempt)',
+      call: (r) => r.tryAcquire('r', 1_000, { retryCount: 3 } as never),
+      parameter: 'retryCount',
+      says: ['tryAcquire() makes one attempt; use acquire() to retry'],
+    },
+  ])('$label rejects with QUORUMLOCK_ERR_UNKNOWN_OPTION', async ({ call, parameter, says }) => {
+    const error = (await rejectionOf(() => call(redlock))) as TypeError & { parameter: string; code: string };
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error.code).toBe('QUORUMLOCK_ERR_UNKNOWN_OPTION');
+    expect(error.parameter).toBe(parameter);
+    expect(error.message.startsWith(`quorumlock: ${parameter} is not an option of `)).toBe(true);
+    for (const text of says) expect(error.message).toContain(text);
+    expect(statuses(clients)).toEqual(['wait', 'wait', 'wait']);
+  });
+
+  it("new Redlock with node-redlock v5's automaticExtensionThreshold throws, pointing to using()", () => {
+    let error: (TypeError & { parameter?: string; code?: string }) | undefined;
+    try {
+      new Redlock(clients, { automaticExtensionThreshold: 500 } as RedlockOptions);
+    } catch (thrown) {
+      error = thrown as TypeError;
+    }
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error).toMatchObject({ parameter: 'automaticExtensionThreshold', code: 'QUORUMLOCK_ERR_UNKNOWN_OPTION' });
+    expect(error!.message).toContain('quorumlock extends automatically inside using()');
+    expect(error!.message).toContain('extendThreshold');
+    expect(statuses(clients)).toEqual(['wait', 'wait', 'wait']);
+  });
+
+  it("using() in node-redlock v5's order (settings, then routine) says which order quorumlock takes", async () => {
+    const v5Order = redlock.using as unknown as (resources: string[], ttl: number, settings: object, routine: () => Promise<void>) => Promise<void>;
+    const error = (await rejectionOf(() => v5Order.call(redlock, ['r'], 1_000, { retryCount: 2 }, async () => undefined))) as TypeError & { parameter: string };
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error.parameter).toBe('work');
+    expect(error.message).toContain("quorumlock's order is using(resources, ttl, work, options) (node-redlock v5 passes settings before the routine)");
+    expect(statuses(clients)).toEqual(['wait', 'wait', 'wait']);
+  });
+
   it('lock.extend with a bad ttl rejects without sending anything', async () => {
     const lock = new Lock(contextOf(redlock), {
       id: 'forged',
