@@ -109,6 +109,7 @@ export interface ChannelMessages {
   'quorumlock:release': ReleaseMessage;
 }
 
+/** The name of each plain channel: 'quorumlock:acquire:start', 'quorumlock:release', ... */
 export type ChannelName = keyof ChannelMessages;
 
 /** A diagnostics_channel Channel whose messages are ChannelMessages[Name]. */

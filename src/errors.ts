@@ -103,6 +103,7 @@ function isInstance(Class: ErrorClass, Base: ErrorClass, key: symbol, value: unk
  */
 export type AttemptOutcome = 'taken' | 'unavailable' | 'quarantined' | 'unfenced' | 'expired';
 
+/** One acquire attempt, as `LockAcquireError.attempts` lists them. */
 export interface AttemptRecord {
   /** 1 for the first attempt. */
   attempt: number;
@@ -120,6 +121,11 @@ function resourceList(resources: readonly string[]): string {
   return resources.join(', ');
 }
 
+/**
+ * acquire(), tryAcquire() or using() could not lock the resources: retries or the wait budget ran
+ * out (tryAcquire: too few members answered). `outcome` says why the last attempt failed;
+ * `attempts` holds every attempt's per-member votes. Nothing it set is left on any member.
+ */
 export class LockAcquireError extends Error {
   override readonly name = 'LockAcquireError';
   readonly code = errorCodes.QUORUMLOCK_ERR_ACQUIRE;

@@ -61,6 +61,16 @@ export function contextOf(redlock: Redlock): LockContext {
   return internals.get(redlock)!;
 }
 
+/**
+ * A Redlock client: quorum locks across N independent Redis masters (3 or 5). Made once per
+ * process from your ioredis clients; `acquire()`, `tryAcquire()` and `using()` take locks, each a
+ * {@link Lock}. Every call to a member is bounded by `nodeTimeout`, validity is counted on a
+ * monotonic clock with a drift allowance, and a failed attempt is rolled back on every member.
+ *
+ * @example
+ * const redlock = new Redlock([new Redis(6379), new Redis(6380), new Redis(6381)]);
+ * await redlock.using('report:daily', 10_000, async (signal) => buildReport({ signal }));
+ */
 export class Redlock {
   readonly settings: Settings;
   readonly #members: readonly RedisMember[];

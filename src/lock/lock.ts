@@ -1,6 +1,5 @@
 /**
- * A held lock: what it covers, how long it is guaranteed, and the means to extend and release it.
- * extend() renews this same handle (no new object to swap in); release() is idempotent.
+ * The Lock handle (its own doc comment is on the class, which the API reference shows).
  *
  * Events (src/diagnostics.ts): a lock ends its holding exactly once on the plain channels, with
  * `release` or with `lost`, whichever comes first, so that a gauge fed by acquire:end, release and
@@ -17,6 +16,7 @@ import { extendOn, type ExtendAnswer } from '../quorum/extend.js';
 import { releaseOn } from '../quorum/release.js';
 import { describeVotes, type LockAnswer, type MemberVote, type ReleaseAnswer } from '../quorum/votes.js';
 
+/** What `lock.release()` resolves with. */
 export interface ReleaseResult {
   /**
    * true when at least a quorum of members confirmed our keys are gone there (deleted now, or
@@ -44,6 +44,12 @@ export interface LockContext {
   readonly settings: Settings;
 }
 
+/**
+ * A held lock: what it covers, how long it is guaranteed, and the means to extend and release it.
+ * Made by `Redlock.acquire()`, `tryAcquire()` and `using()`. extend() renews this same handle (no
+ * new object to swap in); release() is idempotent. `signal` aborts the moment the lock stops being
+ * guaranteed; `await using` releases it at the end of the block.
+ */
 export class Lock implements AsyncDisposable {
   readonly resources: readonly string[];
   /** The random value stored on the members: the capability to extend and release. Keep it secret. */

@@ -12,6 +12,7 @@ export interface Logger {
   error(object: object, message: string): void;
 }
 
+/** The options of `new Redlock(clients, options)`. Any other name is refused (QUORUMLOCK_ERR_UNKNOWN_OPTION). */
 export interface RedlockOptions {
   /** Clock drift allowance per ms of TTL: drift = ttl × driftFactor + 2 ms. In [0, 0.5). Default 0.01. */
   driftFactor?: number;
@@ -45,6 +46,7 @@ export interface RedlockOptions {
   quarantine?: boolean;
 }
 
+/** The options of one `acquire()` (tryAcquire() takes signal, fencing and waitTimeout). Any other name is refused. */
 export interface AcquireOptions {
   retryCount?: number;
   retryDelay?: number;
@@ -64,6 +66,7 @@ export interface AcquireOptions {
   fencing?: boolean;
 }
 
+/** The settings a Redlock runs with (`redlock.settings`): its options, checked, with the defaults filled in. */
 export interface Settings {
   driftFactor: number;
   retryCount: number;
@@ -76,6 +79,7 @@ export interface Settings {
   quarantine: boolean;
 }
 
+/** The default of each RedlockOptions setting. */
 export const defaults = {
   driftFactor: 0.01,
   retryCount: 10,
@@ -110,6 +114,7 @@ export interface AttemptPolicy {
   signal: AbortSignal | undefined;
 }
 
+/** The options of `using()`: acquire()'s, and how to keep the lock extended. Any other name is refused. */
 export interface UsingOptions extends AcquireOptions {
   /**
    * Extend when the remaining validity drops to this many ms. Default: a third of the ttl. Must
