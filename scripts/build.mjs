@@ -1,5 +1,6 @@
 // Builds dist/ for both module systems:
 //   dist/esm/index.js  + dist/esm/types/*.d.ts   (import)
+//   dist/esm/testing.js, dist/cjs/testing.js     (quorumlock/testing: helpers for test suites)
 //   dist/cli/main.js                             (the quorumlock command)
 //   dist/cjs/index.js  + dist/cjs/types/*.d.ts   (require; a package.json there says "commonjs",
 //                                                 so the same .d.ts files read as CJS types)
@@ -14,6 +15,11 @@ execFileSync(process.execPath, ['scripts/embed-lua.mjs'], { stdio: 'inherit' });
 const common = { entryPoints: ['src/index.ts'], bundle: true, platform: 'node', target: 'node20', external: ['ioredis'], sourcemap: true, logLevel: 'warning' };
 await build({ ...common, format: 'esm', outfile: 'dist/esm/index.js' });
 await build({ ...common, format: 'cjs', outfile: 'dist/cjs/index.js' });
+// quorumlock/testing (package.json "exports"): helpers for test suites only, never imported by
+// the main entry. Bundled on its own; it shares no state with the main bundle (resetMembers
+// works on the user's clients, not on a Redlock).
+await build({ ...common, entryPoints: ['src/testing.ts'], format: 'esm', outfile: 'dist/esm/testing.js' });
+await build({ ...common, entryPoints: ['src/testing.ts'], format: 'cjs', outfile: 'dist/cjs/testing.js' });
 // The CLI (package bin): ESM with its shebang, ioredis the installed one.
 await build({ ...common, entryPoints: ['src/cli/main.ts'], format: 'esm', outfile: 'dist/cli/main.js' });
 chmodSync('dist/cli/main.js', 0o755);

@@ -94,3 +94,14 @@ export function resourceKeys(resources: readonly string[], keyPrefix = ''): stri
 export function waiterChannel(waiterId: string): string {
   return `${RESERVED_PREFIX}waiter:${waiterId}`;
 }
+
+/**
+ * Whether an epoch hash (HGETALL) is one trust.lua declared brand new and nothing wrote since,
+ * in the lineage `runId`/`replid`: its fields are exactly id, since, run_id, replid and genesis
+ * '1' (no fence counter, floor or max). quorumlock/testing keeps such markers across a wipe.
+ */
+export function isUntouchedGenesis(hash: Record<string, string>, runId: string, replid: string): boolean {
+  const names = Object.keys(hash);
+  const expected: readonly string[] = ['id', 'since', 'run_id', 'replid', 'genesis'] satisfies (typeof EPOCH_FIELDS)[number][];
+  return names.length === expected.length && expected.every((name) => name in hash) && hash.genesis === '1' && hash.run_id === runId && hash.replid === replid;
+}
