@@ -11,6 +11,9 @@ export const EXIT = {
   lost: 75,
 } as const;
 
+/** The CLI's own codes that a command's exit code can collide with: `run` notes such a collision (usage.ts). */
+export const RESERVED_EXIT_CODES: readonly number[] = [EXIT.usage, EXIT.unavailable, EXIT.notAcquired, EXIT.lost];
+
 /** A usage mistake: the message names the flag. Exits 64. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';

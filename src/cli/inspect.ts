@@ -2,17 +2,21 @@
 import { Redlock, quorumOf } from '../index.js';
 import { formatMs } from './duration.js';
 import { EXIT } from './errors.js';
-import { connect, within, type MemberUrl } from './members.js';
+import { connect, within, type MemberUrl, type Tls } from './members.js';
 import { healthy, probe } from './probe.js';
 import type { EpochState, MemberProbe } from './readings.js';
 import { table } from './table.js';
+import { trustWarning } from './trust-check.js';
 
 export interface InspectOptions {
   members: MemberUrl[];
   json: boolean;
   timeoutMs: number;
   maxLockTtl: number;
+  tls: Tls;
   out: (text: string) => void;
+  /** Warnings (stderr). */
+  err: (text: string) => void;
 }
 
 /** Resolves, for every caller, once `count` callers have arrived. */
@@ -27,7 +31,7 @@ function barrier(count: number): () => Promise<void> {
 }
 
 async function probeAll(options: InspectOptions, extra: { resource?: string; info?: boolean }): Promise<MemberProbe[]> {
-  const connected = connect(options.members, { commandTimeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs });
+  const connected = connect(options.members, { commandTimeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs }, options.tls);
   const pinged = barrier(connected.clients.length);
   try {
     return await Promise.all(
@@ -81,7 +85,23 @@ export async function status(resource: string, options: InspectOptions): Promise
   const heldBy = new Map<string, number>();
   for (const p of probes) if (p.lock?.held && p.lock.owner) heldBy.set(p.lock.owner, (heldBy.get(p.lock.owner) ?? 0) + 1);
   const [owner, count] = [...heldBy.entries()].sort((a, b) => b[1] - a[1])[0] ?? [undefined, 0];
-  const summary = { resource, quorum, held: count >= quorum, owner: count >= quorum ? owner : undefined, heldOn: count };
+  const read = probes.filter((p) => p.lock !== undefined);
+  const freeOn = read.filter((p) => !p.lock!.held).length;
+  const unreachable = probes.filter((p) => !p.reachable).length;
+  // Reachable, but the reads failed (an error): neither free nor held as far as we know.
+  const unread = probes.length - read.length - unreachable;
+  const heldByOthers = read.filter((p) => p.lock!.held).length - count;
+  const summary = {
+    resource,
+    quorum,
+    held: count >= quorum,
+    owner: count >= quorum ? owner : undefined,
+    heldOn: count,
+    heldByOthers,
+    freeOn,
+    unreachable,
+    unread,
+  };
   if (options.json) {
     options.out(JSON.stringify({ ...summary, members: probes }) + '\n');
   } else {
@@ -96,13 +116,29 @@ export async function status(resource: string, options: InspectOptions): Promise
       epochText(p),
     ]);
     options.out(table(['member', 'reachable', 'role', 'latency', 'lock', 'pttl', 'owner', 'quarantine'], rows));
-    options.out(
-      summary.held
-        ? `${resource}: held by owner ${owner} on ${count} of ${probes.length} members (quorum ${quorum})\n`
-        : `${resource}: not held by a quorum (${count ? `owner ${owner} on ${count}` : 'free everywhere'}; quorum ${quorum} of ${probes.length})\n`,
-    );
+    options.out(`${resource}: ${statusSummary(summary, probes.length, owner)}\n`);
   }
   return probes.some((p) => !p.reachable || p.error) ? EXIT.unavailable : EXIT.ok;
+}
+
+/**
+ * "held by owner 1a2b3c4d on 2 of 3 members (quorum 2); 1 unreachable", or "not held by a quorum
+ * (free on 1 of 3 members; 2 unreachable; quorum 2 of 3)": never "free everywhere" when only some
+ * members could be read.
+ */
+function statusSummary(
+  s: { quorum: number; held: boolean; owner?: string | undefined; heldOn: number; heldByOthers: number; freeOn: number; unreachable: number; unread: number },
+  total: number,
+  topOwner: string | undefined,
+): string {
+  const others = [
+    ...(s.heldByOthers > 0 ? [`held by other owners on ${s.heldByOthers}`] : []),
+    ...(s.unreachable > 0 ? [`${s.unreachable} unreachable`] : []),
+    ...(s.unread > 0 ? [`${s.unread} could not be read`] : []),
+  ];
+  if (s.held) return `held by owner ${topOwner} on ${s.heldOn} of ${total} members (quorum ${s.quorum})${others.map((part) => `; ${part}`).join('')}`;
+  const parts = [...(s.heldOn > 0 ? [`owner ${topOwner} on ${s.heldOn}`] : []), `free on ${s.freeOn} of ${total} member${total === 1 ? '' : 's'}`, ...others];
+  return `not held by a quorum (${parts.join('; ')}; quorum ${s.quorum} of ${total})`;
 }
 
 export async function members(options: InspectOptions): Promise<number> {
@@ -137,11 +173,14 @@ const CLUSTER_TRUST_TIMEOUT_MS = 10_000;
  * counters at once.
  */
 export async function trust(options: InspectOptions, floor?: number): Promise<number> {
+  // Read first, write after: the epochs as they were tell whether trusting looks like a mistake.
+  const warning = floor === undefined ? trustWarning(await probeAll(options, {}), options.maxLockTtl) : undefined;
+  if (warning !== undefined) options.err(`quorumlock: WARNING: ${warning}\n`);
   const timeouts = (member: MemberUrl) => ({
     commandTimeoutMs: member.topology?.kind === 'cluster' ? Math.max(options.timeoutMs, CLUSTER_TRUST_TIMEOUT_MS) : options.timeoutMs,
     connectTimeoutMs: options.timeoutMs,
   });
-  const connected = connect(options.members, timeouts);
+  const connected = connect(options.members, timeouts, options.tls);
   // One Redlock per member, so that each answers on its own: a Cluster that never connects
   // would hold its calls in its offline queue for ever, and trustMembers() waits for every member.
   const redlocks = connected.clients.map((client) => new Redlock([client], { maxLockTtl: options.maxLockTtl }));
@@ -176,7 +215,7 @@ export async function trust(options: InspectOptions, floor?: number): Promise<nu
       ...(result.error ? { error: result.error.message } : {}),
     }));
     if (options.json) {
-      options.out(JSON.stringify({ members: named }) + '\n');
+      options.out(JSON.stringify({ ...(warning === undefined ? {} : { warning }), members: named }) + '\n');
     } else {
       const outcome = (r: (typeof named)[number]) => (r.trusted ? (floor === undefined ? 'trusted' : 'restored') : `FAILED: ${r.error ?? 'unknown error'}`);
       if (floor === undefined) {

@@ -3,13 +3,13 @@
  * The quorumlock CLI: `run`, `status`, `members`, `trust`, `restore-fencing`. Exit codes in usage.ts (--help).
  * Parses process.argv, runs one command, closes every connection and exits with its code.
  */
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseDuration } from './duration.js';
 import { EXIT, UsageError } from './errors.js';
 import { members as membersCommand, status as statusCommand, trust as trustCommand, type InspectOptions } from './inspect.js';
-import { parseMembers } from './members.js';
+import { parseMembers, readTls } from './members.js';
 import { run } from './run.js';
 import { USAGE } from './usage.js';
 import { defaults } from '../options/settings.js';
@@ -19,9 +19,15 @@ const common = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   'max-lock-ttl': { type: 'string' },
+  'tls-ca': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
-const inspectOptions = { ...common, timeout: { type: 'string' }, floor: { type: 'string' } } as const satisfies ParseArgsConfig['options'];
+const inspectOptions = {
+  ...common,
+  timeout: { type: 'string' },
+  floor: { type: 'string' },
+  yes: { type: 'boolean' },
+} as const satisfies ParseArgsConfig['options'];
 
 const runOptions = {
   ...common,
@@ -31,7 +37,12 @@ const runOptions = {
   grace: { type: 'string' },
   fencing: { type: 'boolean' },
   'node-timeout': { type: 'string' },
+  'skip-if-locked': { type: 'boolean' },
+  'at-least': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
+
+/** Why `trust` wants --yes: it is the one step that can break mutual exclusion when misused. */
+const TRUST_CONFIRM = `trust: refusing without --yes. trust declares every member brand new and ends its restart quarantine at once. It is a one-time step for a brand-new deployment whose masters never held a lock. Never run it for members that restarted empty or were flushed while locks may have been held: the quarantine is what keeps a lock they forgot from being granted twice. Check \`quorumlock members\` first, then run \`quorumlock trust --yes\``;
 
 function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, command: string) {
   try {
@@ -55,8 +66,11 @@ async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore
     json: values.json ?? false,
     timeoutMs: values.timeout === undefined ? 1000 : parseDuration('--timeout', values.timeout),
     maxLockTtl: values['max-lock-ttl'] === undefined ? defaults.maxLockTtl : parseDuration('--max-lock-ttl', values['max-lock-ttl']),
+    tls: readTls(values['tls-ca']),
     out,
+    err: (text) => void process.stderr.write(text),
   };
+  if (values.yes !== undefined && command !== 'trust') throw new UsageError(`${command}: --yes is for trust only`, '--yes');
   if (command === 'status') {
     if (positionals.length !== 1) throw new UsageError(`status: expected exactly one <resource>, got ${positionals.length}`, '<resource>');
     return statusCommand(positionals[0]!, options);
@@ -69,7 +83,9 @@ async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore
     return trustCommand(options, floor);
   }
   if (values.floor !== undefined) throw new UsageError(`${command}: --floor is for restore-fencing only`, '--floor');
-  return command === 'members' ? membersCommand(options) : trustCommand(options);
+  if (command === 'members') return membersCommand(options);
+  if (!values.yes) throw new UsageError(TRUST_CONFIRM, '--yes');
+  return trustCommand(options);
 }
 
 async function runCommand(args: string[]): Promise<number> {
@@ -83,8 +99,12 @@ async function runCommand(args: string[]): Promise<number> {
   const ttl = parseDuration('--ttl', required(values.ttl, '--ttl', 'run'));
   const command = split === -1 ? [] : args.slice(split + 1);
   if (command.length === 0) throw new UsageError('run: no command: put it after --, e.g. quorumlock run --resource job --ttl 30s -- ./job.sh', '--');
-  const maxLockTtl = values['max-lock-ttl'] === undefined ? Math.max(defaults.maxLockTtl, ttl) : parseDuration('--max-lock-ttl', values['max-lock-ttl']);
+  const atLeast = values['at-least'] === undefined ? 0 : parseDuration('--at-least', values['at-least']);
+  // --at-least sets the keys' ttl too: the restart quarantine must cover it.
+  const maxLockTtl =
+    values['max-lock-ttl'] === undefined ? Math.max(defaults.maxLockTtl, ttl, atLeast) : parseDuration('--max-lock-ttl', values['max-lock-ttl']);
   if (ttl > maxLockTtl) throw new UsageError(`run: --ttl (${ttl} ms) must not exceed --max-lock-ttl (${maxLockTtl} ms)`, '--ttl');
+  if (atLeast > maxLockTtl) throw new UsageError(`run: --at-least (${atLeast} ms) must not exceed --max-lock-ttl (${maxLockTtl} ms)`, '--at-least');
   const nodeTimeout = values['node-timeout'] === undefined ? 50 : parseDuration('--node-timeout', values['node-timeout']);
   // The lock must outlive a round and the drift allowance with room to extend: see README, ttl.
   if (ttl < nodeTimeout * 3) throw new UsageError(`run: --ttl (${ttl} ms) must be at least 3 × --node-timeout (${nodeTimeout} ms)`, '--ttl');
@@ -97,6 +117,9 @@ async function runCommand(args: string[]): Promise<number> {
     fencing: values.fencing ?? false,
     maxLockTtl,
     nodeTimeout,
+    skipIfLocked: values['skip-if-locked'] ?? false,
+    atLeast,
+    tls: readTls(values['tls-ca']),
     json: values.json ?? false,
     command: command[0]!,
     args: command.slice(1),
@@ -115,6 +138,11 @@ export async function main(argv: string[]): Promise<number> {
       case '-h':
         out(USAGE);
         return command === undefined ? EXIT.usage : EXIT.ok;
+      case 'version':
+      case '--version':
+      case '-V':
+        out(`quorumlock ${version()}\n`);
+        return EXIT.ok;
       case 'run':
         return await runCommand(rest);
       case 'status':
@@ -123,7 +151,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'restore-fencing':
         return await inspectCommand(command, rest, out);
       default:
-        throw new UsageError(`unknown command "${command}": expected run, status, members, trust or restore-fencing (quorumlock --help)`);
+        throw new UsageError(`unknown command "${command}": expected run, status, members, trust, restore-fencing or version (quorumlock --help)`);
     }
   } catch (error) {
     if (error instanceof UsageError) {
@@ -138,6 +166,20 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`quorumlock: ${error instanceof Error ? error.message : String(error)}\n`);
     return EXIT.unavailable;
   }
+}
+
+/**
+ * The package's version, from its package.json: two levels up both from src/cli/main.ts (run
+ * with tsx) and from dist/cli/main.js (the built bin, scripts/build.mjs).
+ */
+export function version(): string {
+  try {
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { name?: unknown; version?: unknown };
+    if (manifest.name === 'quorumlock' && typeof manifest.version === 'string') return manifest.version;
+  } catch {
+    // Fall through: a copy without its package.json.
+  }
+  return 'unknown';
 }
 
 function isEntry(): boolean {

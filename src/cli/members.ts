@@ -2,6 +2,7 @@
  * The member set: parsing member URLs (single masters, Sentinel-managed groups, Clusters),
  * connecting with bounded per-command timeouts, closing.
  */
+import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { memberId, type MemberClient } from '../members/id.js';
 import { UsageError } from './errors.js';
@@ -69,6 +70,9 @@ function parseMember(text: string, from: string): MemberUrl {
   if (scheme === 'redis+sentinel' || scheme === 'rediss+sentinel' || scheme === 'redis+cluster' || scheme === 'rediss+cluster') {
     return parseTopology(text, scheme, bad);
   }
+  // WHATWG URL refuses a port out of range as a whole ("not a URL"): say what is wrong with it.
+  const givenPort = portText(text);
+  if (givenPort !== undefined && !validPort(givenPort)) throw bad(`port must be a number from 1 to 65535, got "${givenPort}"`);
   let url: URL;
   try {
     url = new URL(text);
@@ -85,6 +89,16 @@ function parseMember(text: string, from: string): MemberUrl {
   if (url.search !== '' || url.hash !== '') throw bad('query strings and fragments are not supported');
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   return { url: text, name: nameOf({ options: { host, port, db: path === '' ? 0 : Number(path) } }) };
+}
+
+const validPort = (text: string) => /^\d+$/.test(text) && Number(text) >= 1 && Number(text) <= 65535;
+
+/** The port as written in scheme://[user:password@]host:port/..., if any (after the last `@`; an IPv6 host in brackets). */
+function portText(text: string): string | undefined {
+  const authority = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(text)?.[1] ?? '';
+  const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
+  const port = /^(?:\[[^\]]*\]|[^:]*):(.*)$/.exec(hostPort)?.[1];
+  return port === '' ? undefined : port;
 }
 
 /**
@@ -167,7 +181,7 @@ function parseAddress(entry: string, defaultPort: number, what: string, bad: (wh
   const host = match[1] ?? match[2]!;
   const port = match[3];
   if (port === undefined) return { host, port: defaultPort };
-  if (!/^\d+$/.test(port) || Number(port) < 1 || Number(port) > 65535) throw bad(`${what} "${entry}": port must be a number from 1 to 65535`);
+  if (!validPort(port)) throw bad(`${what} "${entry}": port must be a number from 1 to 65535`);
   return { host, port: Number(port) };
 }
 
@@ -189,22 +203,49 @@ export interface Timeouts {
   connectTimeoutMs: number;
 }
 
+/** TLS settings for rediss… members: the CA that signed their certificates (--tls-ca), when not one Node trusts by default. */
+export interface Tls {
+  ca?: Buffer;
+}
+
+/**
+ * The CA file of --tls-ca (or QUORUMLOCK_TLS_CA), read before any connection: a file that
+ * cannot be read is a usage error naming the flag, not a TLS failure on every member later.
+ */
+export function readTls(flagValue: string | undefined, env: NodeJS.ProcessEnv = process.env): Tls {
+  const path = flagValue ?? env.QUORUMLOCK_TLS_CA;
+  if (path === undefined || path === '') return {};
+  const from = flagValue !== undefined ? '--tls-ca' : 'QUORUMLOCK_TLS_CA';
+  let ca: Buffer;
+  try {
+    ca = readFileSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(`${from}: cannot read the CA file "${path}"${code ? ` (${code})` : ''}: give a readable PEM file`, '--tls-ca');
+  }
+  if (!ca.toString('latin1').includes('-----BEGIN CERTIFICATE-----'))
+    throw new UsageError(`${from}: "${path}" holds no PEM certificate (-----BEGIN CERTIFICATE-----)`, '--tls-ca');
+  return { ca };
+}
+
 /** Reconnects back off but never give up while the CLI runs (a lock's extensions need members that come back). */
 const retry = (times: number) => Math.min(50 * times, 1000);
 
 /** The error to show for a member, without ioredis' retry chatter; a Cluster's "Failed to refresh slots cache." says least. */
 function shown(error: Error): Error {
   const last = (error as { lastNodeError?: unknown }).lastNodeError;
-  if (last instanceof Error) return new Error(`no seed node answered CLUSTER SLOTS (${last.message})`);
+  // The code (ECONNREFUSED, …) stays: member-state.ts names the cause by it.
+  const withCode = (text: string, from: Error) => Object.assign(new Error(text), { code: (from as NodeJS.ErrnoException).code });
+  if (last instanceof Error) return withCode(`no seed node answered CLUSTER SLOTS (${last.message})`, last);
   const text = error.message.replace(/ Retrying from scratch after \d+ms\./, '');
-  return text === error.message ? error : new Error(text);
+  return text === error.message ? error : withCode(text, error);
 }
 
 /**
  * The client for one member URL: a Redis for a master or a Sentinel group, a Cluster for a
  * cluster. It connects at once unless `lazyConnect` (tests: its memberId() is the URL's name).
  */
-export function client(member: MemberUrl, { commandTimeoutMs, connectTimeoutMs }: Timeouts, { lazyConnect = false } = {}): MemberClient {
+export function client(member: MemberUrl, { commandTimeoutMs, connectTimeoutMs }: Timeouts, { lazyConnect = false, tls = {} as Tls } = {}): MemberClient {
   // commandTimeout bounds every command, so a paused or blackholed member makes a command fail
   // instead of hanging the CLI.
   // disconnectTimeout: how long a closed connection may take to say goodbye before it is destroyed;
@@ -212,8 +253,13 @@ export function client(member: MemberUrl, { commandTimeoutMs, connectTimeoutMs }
   // refreshers to a dead node), which would hold the CLI open for the default 2 s.
   const common = { commandTimeout: commandTimeoutMs, connectTimeout: connectTimeoutMs, maxRetriesPerRequest: 1, disconnectTimeout: 100 } satisfies RedisOptions;
   const lazy = lazyConnect ? { lazyConnect: true } : {};
+  // ioredis turns on TLS for rediss:// by itself; the CA, if given, is ours to add.
+  const tlsOptions = tls.ca === undefined ? {} : { ca: tls.ca };
   const topology = member.topology;
-  if (topology === undefined) return new Redis(member.url, { ...common, ...lazy, retryStrategy: retry });
+  if (topology === undefined) {
+    const secure = /^rediss:/i.test(member.url) && tls.ca !== undefined ? { tls: tlsOptions } : {};
+    return new Redis(member.url, { ...common, ...secure, ...lazy, retryStrategy: retry });
+  }
   const auth = {
     ...(topology.username === undefined ? {} : { username: topology.username }),
     ...(topology.password === undefined ? {} : { password: topology.password }),
@@ -225,7 +271,7 @@ export function client(member: MemberUrl, { commandTimeoutMs, connectTimeoutMs }
       db: topology.db,
       ...auth,
       // TLS to the master only; the sentinels are asked in plain text.
-      ...(topology.tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+      ...(topology.tls ? { tls: tlsOptions, enableTLSForSentinelMode: true } : {}),
       ...common,
       retryStrategy: retry,
       sentinelRetryStrategy: retry,
@@ -235,7 +281,7 @@ export function client(member: MemberUrl, { commandTimeoutMs, connectTimeoutMs }
     });
   }
   const options: ClusterOptions = {
-    redisOptions: { ...auth, ...(topology.tls ? { tls: {} } : {}), ...common },
+    redisOptions: { ...auth, ...(topology.tls ? { tls: tlsOptions } : {}), ...common },
     clusterRetryStrategy: retry,
     slotsRefreshTimeout: commandTimeoutMs,
     // Ready as soon as the slots are known, even in cluster_state:fail: `members` reports that
@@ -252,10 +298,10 @@ function sockets(member: MemberClient): Redis[] {
 }
 
 /** One client per member URL, each reporting its errors to lastError instead of crashing. */
-export function connect(members: readonly MemberUrl[], timeouts: Timeouts | ((member: MemberUrl) => Timeouts)): Connected {
+export function connect(members: readonly MemberUrl[], timeouts: Timeouts | ((member: MemberUrl) => Timeouts), tls: Tls = {}): Connected {
   const lastError: (Error | undefined)[] = members.map(() => undefined);
   const clients = members.map((member, index) => {
-    const created = client(member, typeof timeouts === 'function' ? timeouts(member) : timeouts);
+    const created = client(member, typeof timeouts === 'function' ? timeouts(member) : timeouts, { tls });
     created.on('error', (error: Error) => (lastError[index] = shown(error)));
     // A Cluster's per-node connection errors ("node error") are not 'error' events.
     if (created instanceof Cluster) created.on('node error', (error: Error) => (lastError[index] = shown(error)));

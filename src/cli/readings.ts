@@ -20,6 +20,8 @@ export interface EpochState {
   leftMs?: number;
   /** Declared brand new with `quorumlock trust` / trustMembers(). Cluster: every slot read was. */
   genesis: boolean;
+  /** Fence tokens were issued from this epoch (its `max` counter is above 0): the member has served locks. */
+  fenced?: boolean;
   /** Cluster member, `status <resource>`: the resource's slot, whose epoch this is. */
   slot?: number;
   /**
@@ -78,11 +80,12 @@ export const msOf = (time: readonly (string | number)[]) => Number(time[0]) * 10
 export function epochOf(values: readonly (string | null | undefined)[], server: ServerFacts, now: number, maxLockTtl: number): EpochState {
   const fields = epochFields(values);
   const genesis = fields.genesis === '1';
-  if (fields.since === undefined || fields.id === undefined) return { state: 'none', genesis };
-  if (fields.run_id !== server.runId || fields.replid !== server.replid) return { state: 'stale', genesis };
+  const fenced = Number(fields.max ?? 0) > 0 ? { fenced: true } : {};
+  if (fields.since === undefined || fields.id === undefined) return { state: 'none', genesis, ...fenced };
+  if (fields.run_id !== server.runId || fields.replid !== server.replid) return { state: 'stale', genesis, ...fenced };
   const ageMs = now - Number(fields.since);
   const leftMs = genesis ? 0 : Math.max(0, maxLockTtl - ageMs);
-  return leftMs > 0 ? { state: 'quarantined', ageMs, leftMs, genesis } : { state: 'trusted', ageMs, genesis };
+  return leftMs > 0 ? { state: 'quarantined', ageMs, leftMs, genesis, ...fenced } : { state: 'trusted', ageMs, genesis, ...fenced };
 }
 
 export function unreachable(member: string, error: unknown, options: ProbeOptions): MemberProbe {

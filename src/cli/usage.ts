@@ -4,9 +4,9 @@ Usage:
   quorumlock run --resource <name> --ttl <duration> [options] -- <command> [args...]
   quorumlock status <resource> [--json]
   quorumlock members [--json]
-  quorumlock trust
+  quorumlock trust --yes
   quorumlock restore-fencing --floor <token>
-  quorumlock --help
+  quorumlock --help | --version
 
 Every command takes --members (or the environment variable QUORUMLOCK_MEMBERS): comma-separated
 member URLs, each one independent member (3 or 5 of them; a lock needs a quorum of floor(N/2)+1):
@@ -20,20 +20,35 @@ member URLs, each one independent member (3 or 5 of them; a lock needs a quorum 
   rediss+sentinel:// and rediss+cluster:// use TLS to the data nodes. user and password are those
   of the data nodes (sentinels are asked without auth). Percent-encode a , @ or / in a password.
   e.g. redis+sentinel://:pw@s1:26379+s2:26379/mymaster,redis+cluster://c1:7000+c2:7000,redis://h3
+  --tls-ca <file> (or QUORUMLOCK_TLS_CA): the PEM CA that signed the rediss… members' certificates,
+  when it is not one Node trusts by default. Read before any connection.
 
 run: like flock(1), across the members. Locks <name>, runs the command with stdin/stdout/stderr
 inherited while extending the lock (every third of the ttl), releases it when the command exits.
   --resource <name>       the lock's name (required)
   --ttl <duration>        lock time-to-live; the lock is extended while the command runs (required)
   --wait <duration>       wait in line up to this long for a held lock (default 0: one attempt)
-  --grace <duration>      after a lost lock: time between SIGTERM and SIGKILL (default 10s)
+  --skip-if-locked        exit 0 without a word when another owner holds the lock (cron on several
+                          hosts); with --json one "skipped" event
+  --at-least <duration>   hold the lock at least this long from acquisition: a command that ends
+                          sooner leaves it held until then (ShedLock's lockAtLeastFor), so a fast job
+                          on a host with a skewed clock does not run twice in one window
+  --grace <duration>      time between SIGTERM and SIGKILL when the command must stop (default 10s),
+                          capped so that SIGKILL lands by the lock's guaranteed deadline
   --fencing               issue a fencing token, passed as QUORUMLOCK_FENCE
   --max-lock-ttl <dur>    the longest ttl any client of these resources uses, and the restart
                           quarantine (default max(60s, --ttl))
   --node-timeout <dur>    time each member gets to answer each call (default 50ms)
-  --json                  one JSON line per event (acquired, lost, failed, exit) on stderr
+  --json                  one JSON line per event on stderr: acquired, lost, failed (outcome, reason,
+                          members: member, vote, state, code), skipped, warning, exit (exitCode and
+                          source: "command" for the command's own code, "quorumlock" for the CLI's)
   The command gets QUORUMLOCK_RESOURCE and, with --fencing, QUORUMLOCK_FENCE. SIGINT and SIGTERM
-  are forwarded to it. On a terminal, a status line shows while waiting.
+  are forwarded to it. On a terminal, a status line shows while waiting, and why (held by another
+  owner, members quarantined, members unreachable).
+  Stopping by the deadline: the lock is extended every ttl/3. If extensions keep failing and the
+  validity left falls to min(--grace, ttl/2), the command gets SIGTERM, and SIGKILL just before
+  the lock's deadline. If the lock is lost outright, SIGTERM at once and SIGKILL after --grace or
+  the validity left, whichever is shorter (at once when none is left). Either way run exits 75.
 
 status <resource>: per member: reachable, role, PING latency, held or free, remaining PTTL, the
   owner's fingerprint (first 8 hex chars of sha256 of the lock value; never the value), and the
@@ -44,10 +59,13 @@ members: health of the member set: role, epoch age and quarantine, latency, Redi
   when CLUSTER INFO says cluster_state:ok and every slot's node answers; its quarantine is that of
   its worst slot epoch (none, stale, quarantined, trusted), with counts per state (status <resource>:
   the resource's slot).
-trust: declares the members brand new and trusted (redlock.trustMembers()). Brand-new masters
-  otherwise count only once --max-lock-ttl has passed since their first lock (restart quarantine).
-  Run it ONCE for a new deployment. NEVER for members that restarted empty or were flushed while
-  locks may have been held: that is exactly the hazard the quarantine protects against. On a
+trust --yes: declares the members brand new and trusted (redlock.trustMembers()). Brand-new
+  masters otherwise count only once --max-lock-ttl has passed since their first lock (restart
+  quarantine). Run it ONCE for a new deployment. NEVER for members that restarted empty or were
+  flushed while locks may have been held: that is exactly the hazard the quarantine protects
+  against. Without --yes it refuses (exit 64). It warns (stderr, and "warning" in --json) when
+  some members' epochs show a past (older than --max-lock-ttl, fence tokens issued, written by an
+  earlier server process) while others have none or a fresh one: the restarted-empty case. On a
   cluster it writes the epoch of each of the 16384 slots (its commands get at least 10s).
 restore-fencing --floor <token>: after a majority of members lost their data at once, fenced
   locks fail ('unfenced') until an operator names a floor at or above every fencing token ever
@@ -57,15 +75,16 @@ restore-fencing --floor <token>: after a majority of members lost their data at 
   status, members, trust and restore-fencing also take --timeout <duration> (per command, default
   1s) and --json.
 
-Durations: 500ms, 30s, 1.5s, 2m, 1h, or plain milliseconds.
+Durations: 500ms, 30s, 1.5s, 2m, 1h. A number without a unit is refused (is 300 ms or s?); 0 is 0.
 
 Exit codes:
   0     success (run: the command exited 0)
-  1-63  run: the command's own exit code
-  64    usage error (bad or missing flag, URL or duration)
+  1-255 run: the command's own exit code, passed through. Where it equals one of the codes below
+        (64, 69, 73, 75), run adds a note on stderr, and --json says source "command"
+  64    usage error (bad or missing flag, URL or duration; trust without --yes)
   69    members unreachable, too few healthy masters, members in quarantine, or another error
-  73    run: the lock is held by another owner and was not had within --wait
-  75    run: the lock was lost while the command ran; the command got SIGTERM (SIGKILL after --grace)
+  73    run: the lock is held by another owner and was not had within --wait (0 with --skip-if-locked)
+  75    run: the lock was lost, or could not be kept, while the command ran; the command was stopped
   126   run: the command could not be executed; 127: command not found
   128+n run: the command was killed by signal n (also the CLI's own code when signal n interrupts the wait)
 `;

@@ -1,5 +1,6 @@
 /** The quorumlock CLI as a user runs it: a child process (node --import tsx src/cli/main.ts). */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -17,8 +18,23 @@ const running = new Set<ChildProcess>();
 
 /** Runs the CLI with `args`; QUORUMLOCK_MEMBERS is cleared unless `env` sets it. */
 export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
+  return spawnCli(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], env);
+}
+
+const shellQuote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
+
+/**
+ * Runs the CLI on a terminal: under script(1), which gives it a pseudo-terminal as stdin, stdout
+ * and stderr, and copies what it writes there to script's stdout (`stdout` here, both streams).
+ */
+export function cliOnTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
+  const command = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', ...args].map(shellQuote).join(' ');
+  return spawnCli('script', ['-qfec', command, '/dev/null'], env);
+}
+
+function spawnCli(file: string, args: string[], env: NodeJS.ProcessEnv): Cli {
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+  const child = spawn(file, args, {
     cwd: ROOT,
     env: { ...process.env, QUORUMLOCK_MEMBERS: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -56,6 +72,23 @@ export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
 /** SIGKILLs every CLI process a test left running. */
 export function killRunning(): void {
   for (const child of running) child.kill('SIGKILL');
+}
+
+/** A loopback port nothing listens on (bound, then closed): connecting is refused. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The --json event lines of a run's stderr. */
+export function events(stderr: string): Record<string, unknown>[] {
+  return stderr
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 /** A node one-liner as the locked command. */

@@ -180,7 +180,7 @@ describe('a Sentinel group, a Cluster and a plain master as the members', () => 
     names = [`sentinel:${group.name}@${sorted(group.sentinels)}/0`, `cluster:${sorted(cluster.startupNodes)}`, `${address(plain.masters[0]!)}/0`];
 
     // Brand new: the group and the cluster have no epochs yet (the plain master was trusted).
-    const trusted = await cli(['trust', '--json', '--members', members]).done;
+    const trusted = await cli(['trust', '--yes', '--json', '--members', members]).done;
     expect(trusted.stderr).toBe('');
     expect(trusted.code).toBe(0);
     const results = (JSON.parse(trusted.stdout) as { members: { member: string; trusted: boolean }[] }).members;
@@ -326,7 +326,7 @@ describe('a Sentinel group, a Cluster and a plain master as the members', () => 
 
   it('unreachable sentinels and seed nodes: reported as such by members and trust (which must not wait for ever), exit 69', async () => {
     const unreachable = ['--timeout', '300ms', '--members', 'redis+cluster://127.0.0.1:1+127.0.0.1:2,redis+sentinel://127.0.0.1:3/mymaster'];
-    const [listed, trusted] = await Promise.all([cli(['members', '--json', ...unreachable]).done, cli(['trust', '--json', ...unreachable]).done]);
+    const [listed, trusted] = await Promise.all([cli(['members', '--json', ...unreachable]).done, cli(['trust', '--yes', '--json', ...unreachable]).done]);
     expect(listed.code).toBe(69);
     const parsed = JSON.parse(listed.stdout) as { healthy: number; members: Probe[] };
     expect(parsed.healthy).toBe(0);
