@@ -70,6 +70,7 @@ function refuseOutsideTests(options: ResetOptions): void {
 /** A Cluster's slot map is only known once it is ready: wait for it (connect it when lazy). */
 async function ready(client: MemberClient): Promise<void> {
   if (client.status === 'ready') return;
+  if (client.status === 'end') throw new Error(`quorumlock/testing: ${memberId(client)} was closed (quit or disconnect)`);
   if (client.status === 'wait') {
     await client.connect();
     return;
