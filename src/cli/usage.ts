@@ -32,12 +32,13 @@ inherited while extending the lock (every third of the ttl), releases it when th
                           hosts); with --json one "skipped" event
   --at-least <duration>   hold the lock at least this long from acquisition: a command that ends
                           sooner leaves it held until then (ShedLock's lockAtLeastFor), so a fast job
-                          on a host with a skewed clock does not run twice in one window
+                          on a host with a skewed clock does not run twice in one window (at most
+                          --max-lock-ttl)
   --grace <duration>      time between SIGTERM and SIGKILL when the command must stop (default 10s),
                           capped so that SIGKILL lands by the lock's guaranteed deadline
   --fencing               issue a fencing token, passed as QUORUMLOCK_FENCE
   --max-lock-ttl <dur>    the longest ttl any client of these resources uses, and the restart
-                          quarantine (default max(60s, --ttl))
+                          quarantine (default max(60s, --ttl, --at-least))
   --node-timeout <dur>    time each member gets to answer each call (default 50ms)
   --json                  one JSON line per event on stderr: acquired, lost, failed (outcome, reason,
                           members: member, vote, state, code), skipped, warning, exit (exitCode and
@@ -52,7 +53,8 @@ inherited while extending the lock (every third of the ttl), releases it when th
 
 status <resource>: per member: reachable, role, PING latency, held or free, remaining PTTL, the
   owner's fingerprint (first 8 hex chars of sha256 of the lock value; never the value), and the
-  restart quarantine (age of the member's epoch vs --max-lock-ttl, default 60s).
+  restart quarantine (age of the member's epoch vs --max-lock-ttl, default 60s); then on how many
+  members it is held or free, and how many could not be read (exit 69 if any).
 members: health of the member set: role, epoch age and quarantine, latency, Redis version.
   Exits 69 when fewer than a quorum can vote: healthy (reachable masters) and past the restart
   quarantine; a set that answers but sits out its quarantine fails every lock. A cluster counts as a master
@@ -75,7 +77,8 @@ restore-fencing --floor <token>: after a majority of members lost their data at 
   status, members, trust and restore-fencing also take --timeout <duration> (per command, default
   1s) and --json.
 
-Durations: 500ms, 30s, 1.5s, 2m, 1h. A number without a unit is refused (is 300 ms or s?); 0 is 0.
+Durations: 500ms, 30s, 1.5s, 2m, 1h. A number without a unit is refused (--ttl 300: 300ms or
+300s?); 0 needs none.
 
 Exit codes:
   0     success (run: the command exited 0)
