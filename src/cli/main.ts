@@ -107,7 +107,7 @@ async function runCommand(args: string[]): Promise<number> {
   if (atLeast > maxLockTtl) throw new UsageError(`run: --at-least (${atLeast} ms) must not exceed --max-lock-ttl (${maxLockTtl} ms)`, '--at-least');
   const nodeTimeout = values['node-timeout'] === undefined ? 50 : parseDuration('--node-timeout', values['node-timeout']);
   // The lock must outlive a round and the drift allowance with room to extend: see README, ttl.
-  if (ttl < nodeTimeout * 3) throw new UsageError(`run: --ttl (${ttl} ms) must be at least 3 × --node-timeout (${nodeTimeout} ms)`, '--ttl');
+  if (ttl <= nodeTimeout * 3) throw new UsageError(`run: --ttl (${ttl} ms) must be more than 3 × --node-timeout (${nodeTimeout} ms)`, '--ttl');
   return run({
     members: parseMembers(values.members),
     resource,
@@ -160,7 +160,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     // Invalid settings caught by Redlock itself (RangeError with `parameter`) are usage errors too.
     if ((error instanceof RangeError || error instanceof TypeError) && 'parameter' in error) {
-      process.stderr.write(`quorumlock: ${error.message}\n`);
+      // The library's messages start with "quorumlock: " already.
+      process.stderr.write(`quorumlock: ${error.message.replace(/^quorumlock: /, '')}\n`);
       return EXIT.usage;
     }
     process.stderr.write(`quorumlock: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { LockAcquireError, LockExtendError, LockLostError, Redlock, type Lock } from '../index.js';
 import { keepExtended } from '../lock/keep-extended.js';
 import { checkExtendThreshold, minTtl } from '../options/check.js';
+import { defaults } from '../options/settings.js';
 import { describeVotes, type MemberVote } from '../quorum/votes.js';
 import { extensionThreshold, signalCode, spawnChild, SpawnError, type RunningChild, type Stopping } from './child.js';
 import { formatMs } from './duration.js';
@@ -92,11 +93,12 @@ const connectTimeoutMsOf = (options: RunOptions) => Math.max(1000, options.nodeT
 
 export async function run(options: RunOptions): Promise<number> {
   const say = reporter(options);
+  // Before any connection: a ttl too short to extend is a usage error (RangeError with parameter).
+  const timing = { driftFactor: defaults.driftFactor, nodeTimeout: options.nodeTimeout };
+  const threshold = extensionThreshold(options.ttl, (value) => checkExtendThreshold(value, options.ttl, timing));
   const connectTimeoutMs = connectTimeoutMsOf(options);
   const connected = connect(options.members, { commandTimeoutMs: connectTimeoutMs, connectTimeoutMs }, options.tls);
   const redlock = new Redlock(connected.clients, { maxLockTtl: options.maxLockTtl, nodeTimeout: options.nodeTimeout });
-  // Before any network call: a ttl too short to extend is a usage error (RangeError with parameter).
-  const threshold = extensionThreshold(options.ttl, (value) => checkExtendThreshold(value, options.ttl, redlock.settings));
   const votes = watchVotes();
 
   // Before the command runs, a signal abandons the wait; afterwards, it is forwarded to the command.

@@ -39,7 +39,8 @@ inherited while extending the lock (every third of the ttl), releases it when th
   --fencing               issue a fencing token, passed as QUORUMLOCK_FENCE
   --max-lock-ttl <dur>    the longest ttl any client of these resources uses, and the restart
                           quarantine (default max(60s, --ttl, --at-least))
-  --node-timeout <dur>    time each member gets to answer each call (default 50ms)
+  --node-timeout <dur>    time each member gets to answer each call (default 50ms); --ttl must be
+                          more than 3 × this
   --json                  one JSON line per event on stderr: acquired, lost, failed (outcome, reason,
                           members: member, vote, state, code), skipped, warning, exit (exitCode and
                           source: "command" for the command's own code, "quorumlock" for the CLI's)

@@ -94,6 +94,7 @@ describe('usage errors exit 64 and name the flag', () => {
     [['status', 'r', '--members', 'redis://x', '--timeout', '500'], '--timeout'],
     [['trust', '--members', 'redis://x', '--yes', '--max-lock-ttl', '60'], '--max-lock-ttl'],
     [['members', '--members', 'redis://x', '--yes'], '--yes'],
+    [['run', '--members', 'redis://x', '--resource', 'r', '--ttl', '150ms', ...nodeCommand('0')], '--node-timeout'],
     [['status', '--members', 'redis://x'], '<resource>'],
     [['members'], '--members'],
   ])('%j', async (args, flag) => {
