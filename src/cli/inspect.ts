@@ -156,7 +156,7 @@ export async function members(options: InspectOptions): Promise<number> {
     options.out(table(['member', 'health', 'reachable', 'role', 'latency', 'version', 'quarantine'], rows));
     if (healthyCount >= quorum && usable < quorum) {
       options.out(`${healthyCount} of ${probes.length} healthy masters, but only ${usable} past the restart quarantine, quorum ${quorum}: NOT ENOUGH\n`);
-      options.out('note: locks fail until a quorum is past it (a brand-new deployment: quorumlock trust)\n');
+      options.out('note: locks fail until a quorum is past it (a brand-new deployment: quorumlock trust --yes)\n');
     } else {
       options.out(`${healthyCount} of ${probes.length} healthy masters, quorum ${quorum}: ${ok ? 'OK' : 'NOT ENOUGH'}\n`);
     }

@@ -31,7 +31,7 @@ export function missingRedisServer(): string | undefined {
       : `QUORUMLOCK_REDIS_SERVER=${binary} could not be run (${probe.error?.message ?? `exit ${probe.status}`})`;
   return (
     `${tried}. These tests start their own redis-server processes; install it with one of:\n` +
-    '  Debian/Ubuntu:  sudo apt-get install -y redis-server faketime openssl\n' +
+    '  Debian/Ubuntu:  sudo apt-get install -y redis-server faketime openssl lua5.4\n' +
     '  macOS:          brew install redis\n' +
     'or set QUORUMLOCK_REDIS_SERVER to the path of a redis-server binary.\n' +
     'Without one: npx vitest run --project unit (the tests that need no server), or, with a container\n' +
