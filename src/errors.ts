@@ -30,6 +30,8 @@ export const errorCodes = {
    * it, and the message says what to use instead.
    */
   QUORUMLOCK_ERR_UNKNOWN_OPTION: 'QUORUMLOCK_ERR_UNKNOWN_OPTION',
+  /** Error: `quorumlock/testing`'s resetMembers() refused to run (NODE_ENV=production, or no test runner detected). */
+  QUORUMLOCK_ERR_TESTING_ONLY: 'QUORUMLOCK_ERR_TESTING_ONLY',
   /** Error: a member answered one of our scripts with a reply the protocol does not know (store/protocol.ts); never read as a yes. */
   QUORUMLOCK_ERR_PROTOCOL: 'QUORUMLOCK_ERR_PROTOCOL',
 } as const;

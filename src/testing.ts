@@ -13,6 +13,7 @@
  * wipe Redis"). It refuses to run with NODE_ENV=production, and outside a test runner unless told.
  */
 import { Command, type Redis } from 'ioredis';
+import { errorCodes } from './errors.js';
 import { clusterTopology } from './members/cluster.js';
 import { isClusterClient, keyPrefixOf, memberId, type MemberClient } from './members/id.js';
 import { serverTopology } from './members/server.js';
@@ -58,11 +59,13 @@ function underTestRunner(): boolean {
   );
 }
 
+const testingOnly = (message: string) => Object.assign(new Error(message), { code: errorCodes.QUORUMLOCK_ERR_TESTING_ONLY });
+
 function refuseOutsideTests(options: ResetOptions): void {
   if (process.env.NODE_ENV === 'production')
-    throw new Error('quorumlock/testing: resetMembers() refuses to run with NODE_ENV=production: it deletes every key and disables the restart quarantine');
+    throw testingOnly('quorumlock/testing: resetMembers() refuses to run with NODE_ENV=production: it deletes every key and disables the restart quarantine');
   if (!options.outsideTests && !underTestRunner())
-    throw new Error(
+    throw testingOnly(
       'quorumlock/testing: resetMembers() deletes every key of the members and declares them brand new, so it runs only under a test runner (NODE_ENV=test, vitest, jest, node --test, mocha); pass { outsideTests: true } for a test set-up of your own, never in production',
     );
 }

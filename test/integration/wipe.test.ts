@@ -72,9 +72,11 @@ describe('single masters', () => {
     try {
       process.env.NODE_ENV = 'production';
       await expect(resetMembers(servers.clients, { outsideTests: true })).rejects.toThrow(/NODE_ENV=production/);
+      await expect(resetMembers(servers.clients, { outsideTests: true })).rejects.toMatchObject({ code: 'QUORUMLOCK_ERR_TESTING_ONLY' });
       for (const name of ['NODE_ENV', 'VITEST', 'JEST_WORKER_ID', 'NODE_TEST_CONTEXT', 'MOCHA_WORKER_ID']) delete process.env[name];
       process.argv = [process.argv[0]!, '/srv/app/server.js'];
       await expect(resetMembers(servers.clients)).rejects.toThrow(/only under a test runner/);
+      await expect(resetMembers(servers.clients)).rejects.toMatchObject({ code: 'QUORUMLOCK_ERR_TESTING_ONLY' });
       await servers.clients[0]!.set('user:kept', 'x');
       expect(await servers.clients[0]!.get('user:kept')).toBe('x'); // nothing was wiped
       await resetMembers(servers.clients, { outsideTests: true });

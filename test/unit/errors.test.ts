@@ -56,6 +56,7 @@ describe('codes', () => {
       'QUORUMLOCK_ERR_LOCK_LOST',
       'QUORUMLOCK_ERR_OUT_OF_RANGE',
       'QUORUMLOCK_ERR_PROTOCOL',
+      'QUORUMLOCK_ERR_TESTING_ONLY',
       'QUORUMLOCK_ERR_UNKNOWN_OPTION',
     ]);
     for (const [key, code] of Object.entries(errorCodes)) expect(key).toBe(code);
