@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
-import { cli, killRunning, nodeCommand } from './spawn.js';
+import { cli, killRunning, nodeCommand, runCli } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -50,16 +50,7 @@ describe('run', () => {
   });
 
   it('exits 73 when another run holds the resource past --wait, and gets it when the holder finishes within --wait', async () => {
-    const holder = cli([
-      'run',
-      '--members',
-      members,
-      '--resource',
-      'contended',
-      '--ttl',
-      '5s',
-      ...nodeCommand('console.log("holding"); setTimeout(() => {}, 1500)'),
-    ]);
+    const holder = runCli(members, 'contended', '5s', 'console.log("holding"); setTimeout(() => {}, 1500)');
     await holder.waitFor('holding');
     const refused = await cli(['run', '--members', members, '--resource', 'contended', '--ttl', '5s', '--wait', '300ms', ...nodeCommand('console.log("ran")')])
       .done;
@@ -67,19 +58,7 @@ describe('run', () => {
     expect(refused.stdout).not.toContain('ran');
     expect(refused.stderr).toMatch(/could not lock "contended"/);
     // Waits in line and runs once the holder is done (within its 1.5 s).
-    const waiter = await cli([
-      'run',
-      '--members',
-      members,
-      '--resource',
-      'contended',
-      '--ttl',
-      '5s',
-      '--wait',
-      '10s',
-      '--json',
-      ...nodeCommand('console.log("ran")'),
-    ]).done;
+    const waiter = await runCli(members, 'contended', '5s', 'console.log("ran")', ['--wait', '10s', '--json']).done;
     expect(waiter.code).toBe(0);
     expect(waiter.stdout).toContain('ran');
     expect(
@@ -92,18 +71,12 @@ describe('run', () => {
   });
 
   it('when the lock is lost, sends SIGTERM to the command and exits 75', async () => {
-    const holder = cli([
-      'run',
-      '--members',
+    const holder = runCli(
       members,
-      '--resource',
       'lost',
-      '--ttl',
       '1s',
-      ...nodeCommand(
-        'process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(0); }); console.log("holding"); setTimeout(() => {}, 20000)',
-      ),
-    ]);
+      'process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(0); }); console.log("holding"); setTimeout(() => {}, 20000)',
+    );
     await holder.waitFor('holding');
     // Another party takes the keys away on a majority: the next extension fails.
     await Promise.all([t.clients[0]!.del('lost'), t.clients[1]!.del('lost')]);
@@ -117,18 +90,13 @@ describe('run', () => {
   });
 
   it('a command that ignores SIGTERM after a lost lock is SIGKILLed after --grace', async () => {
-    const holder = cli([
-      'run',
-      '--members',
+    const holder = runCli(
       members,
-      '--resource',
       'stubborn',
-      '--ttl',
       '1s',
-      '--grace',
-      '300ms',
-      ...nodeCommand('process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 20000)'),
-    ]);
+      'process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 20000)',
+      ['--grace', '300ms'],
+    );
     await holder.waitFor('holding');
     await Promise.all([t.clients[0]!.del('stubborn'), t.clients[1]!.del('stubborn'), t.clients[2]!.del('stubborn')]);
     const { code, stdout, ms } = await holder.done;
@@ -138,18 +106,12 @@ describe('run', () => {
   });
 
   it('forwards SIGTERM to the command, exits with its code, and releases the lock', async () => {
-    const holder = cli([
-      'run',
-      '--members',
+    const holder = runCli(
       members,
-      '--resource',
       'forwarded',
-      '--ttl',
       '5s',
-      ...nodeCommand(
-        'process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(42); }); console.log("holding"); setTimeout(() => {}, 20000)',
-      ),
-    ]);
+      'process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(42); }); console.log("holding"); setTimeout(() => {}, 20000)',
+    );
     await holder.waitFor('holding');
     expect((await t.valuesOf('forwarded')).every((value) => value !== null)).toBe(true);
     holder.child.kill('SIGTERM');
@@ -167,16 +129,7 @@ describe('run', () => {
   });
 
   it('SIGINT while waiting in line abandons the wait: exit 130, the command never runs', async () => {
-    const holder = cli([
-      'run',
-      '--members',
-      members,
-      '--resource',
-      'interrupted',
-      '--ttl',
-      '5s',
-      ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)'),
-    ]);
+    const holder = runCli(members, 'interrupted', '5s', 'console.log("holding"); setTimeout(() => {}, 20000)');
     await holder.waitFor('holding');
     const waiter = cli(['run', '--members', members, '--resource', 'interrupted', '--ttl', '5s', '--wait', '30s', ...nodeCommand('console.log("ran")')]);
     // Past start-up (tsx) and into the wait: the line key on the members names it.
@@ -203,16 +156,7 @@ describe('run', () => {
 
 describe('status', () => {
   it('shows the lock held with an owner fingerprint, never the value, as a table and as JSON', async () => {
-    const holder = cli([
-      'run',
-      '--members',
-      members,
-      '--resource',
-      'report',
-      '--ttl',
-      '10s',
-      ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)'),
-    ]);
+    const holder = runCli(members, 'report', '10s', 'console.log("holding"); setTimeout(() => {}, 20000)');
     await holder.waitFor('holding');
     const values = await t.valuesOf('report');
     const value = values[0]!;

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describeError, memberStates, waitReason } from '../../src/cli/member-state.js';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
-import { cli, cliOnTerminal, closedPort, events, killRunning, nodeCommand } from './spawn.js';
+import { cli, cliOnTerminal, closedPort, events, killRunning, nodeCommand, hold, runCli } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -27,7 +27,7 @@ afterAll(async () => {
 
 describe('run: when the lock is not had', () => {
   it('exits 73 saying the lock is held by another owner, suggesting --wait, and naming each member; --json carries outcome, reason and member states', async () => {
-    const holder = await hold('busy');
+    const holder = await hold(members, 'busy');
     const plain = await cli(['run', '--members', members, '--resource', 'busy', '--ttl', '5s', ...nodeCommand('console.log("ran")')]).done;
     expect(plain.code).toBe(73);
     expect(plain.stdout).toBe('');
@@ -103,7 +103,7 @@ describe('run: when the lock is not had', () => {
   });
 
   it('on a terminal, the live line says why it waits (held by another owner)', async () => {
-    const holder = await hold('live-line');
+    const holder = await hold(members, 'live-line');
     const waiter = await cliOnTerminal([
       'run',
       '--members',
@@ -181,18 +181,13 @@ describe('run: cron', () => {
 
 describe('run: stopping the command by the lock deadline', () => {
   it('extensions failing (members paused): a command that ignores SIGTERM is SIGKILLed by the deadline, not --grace later', async () => {
-    const holder = cli([
-      'run',
-      '--members',
+    const holder = runCli(
       members,
-      '--resource',
       'deadline',
-      '--ttl',
       '1500ms',
-      '--grace',
-      '10s',
-      ...nodeCommand('process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 30000)'),
-    ]);
+      'process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 30000)',
+      ['--grace', '10s'],
+    );
     await holder.waitFor('holding');
     const pausedAt = performance.now();
     await Promise.all(t.masters.map((master) => master.pause()));
@@ -206,18 +201,13 @@ describe('run: stopping the command by the lock deadline', () => {
   });
 
   it('a lock lost outright: SIGKILL after at most the validity left, not the 10 s --grace', async () => {
-    const holder = cli([
-      'run',
-      '--members',
+    const holder = runCli(
       members,
-      '--resource',
       'lost-outright',
-      '--ttl',
       '1500ms',
-      '--grace',
-      '10s',
-      ...nodeCommand('process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 30000)'),
-    ]);
+      'process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 30000)',
+      ['--grace', '10s'],
+    );
     await holder.waitFor('holding');
     const deletedAt = performance.now();
     // Gone on every member: the next extension (within 0.5 s) finds the lock lost.
@@ -323,19 +313,3 @@ describe('trust: confirmation and the restarted-empty warning', () => {
     await t.heal();
   });
 });
-
-/** A holder that keeps `resource` until killed; resolves once its command runs. */
-async function hold(resource: string, ttl = '10s') {
-  const holder = cli([
-    'run',
-    '--members',
-    members,
-    '--resource',
-    resource,
-    '--ttl',
-    ttl,
-    ...nodeCommand('console.log("holding"); setTimeout(() => {}, 30000)'),
-  ]);
-  await holder.waitFor('holding');
-  return holder;
-}

@@ -93,3 +93,15 @@ export function events(stderr: string): Record<string, unknown>[] {
 
 /** A node one-liner as the locked command. */
 export const nodeCommand = (code: string) => ['--', process.execPath, '-e', code];
+
+/** `quorumlock run --members <members> --resource <resource> --ttl <ttl> [flags] -- node -e <script>`. */
+export function runCli(members: string, resource: string, ttl: string, script: string, flags: string[] = [], env?: NodeJS.ProcessEnv): Cli {
+  return cli(['run', '--members', members, '--resource', resource, '--ttl', ttl, ...flags, ...nodeCommand(script)], env);
+}
+
+/** A holder that keeps `resource` until killed; resolves once its command runs. */
+export async function hold(members: string, resource: string, ttl = '10s'): Promise<Cli> {
+  const holder = runCli(members, resource, ttl, 'console.log("holding"); setTimeout(() => {}, 30000)');
+  await holder.waitFor('holding');
+  return holder;
+}

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { processBackend } from '../harness/process.js';
 import type { MasterSet } from '../harness/types.js';
-import { cli, events, killRunning, nodeCommand } from './spawn.js';
+import { cli, events, killRunning, nodeCommand, runCli } from './spawn.js';
 
 let dir: string;
 let set: MasterSet;
@@ -85,17 +85,7 @@ describe('TLS members with a private CA', () => {
   });
 
   it('without the CA, fails naming each member and the untrusted certificate, pointing at --tls-ca', async () => {
-    const { code, stdout, stderr } = await cli([
-      'run',
-      '--members',
-      members,
-      '--resource',
-      'tls-job',
-      '--ttl',
-      '2s',
-      '--json',
-      ...nodeCommand('console.log("ran")'),
-    ]).done;
+    const { code, stdout, stderr } = await runCli(members, 'tls-job', '2s', 'console.log("ran")', ['--json']).done;
     expect(code).toBe(69);
     expect(stdout).toBe('');
     const [failed] = events(stderr);

@@ -12,7 +12,7 @@ import { memberId } from '../../src/members/id.js';
 import { slotOf } from '../../src/store/slots.js';
 import { startCluster, startSentinelGroup, type TestCluster, type TestSentinelGroup } from '../harness/topologies.js';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
-import { cli, killRunning, nodeCommand } from './spawn.js';
+import { cli, killRunning, nodeCommand, runCli } from './spawn.js';
 
 /** The UsageError message parseMembers throws for `text`. */
 function refusal(text: string): string {
@@ -239,16 +239,7 @@ describe('a Sentinel group, a Cluster and a plain master as the members', () => 
 
   it('status <resource> while a run holds it: held on every member by the same owner fingerprint; free after', async () => {
     const resource = 'topologies-report';
-    const holder = cli([
-      'run',
-      '--members',
-      members,
-      '--resource',
-      resource,
-      '--ttl',
-      '10s',
-      ...nodeCommand('console.log("holding"); setTimeout(() => {}, 20000)'),
-    ]);
+    const holder = runCli(members, resource, '10s', 'console.log("holding"); setTimeout(() => {}, 20000)');
     await holder.waitFor('holding');
     const values = await valuesOf(resource);
     expect(values[0]).toBeTruthy();
