@@ -8,6 +8,8 @@
  *   name                      the lock key: the owner's random value, with the lock's PX ttl
  *   {name}:quorumlock:line    the line of waiters (ZSET: waiter id → arrival ticket)
  *   {name}:quorumlock:leases  when each waiter's place lapses (ZSET: waiter id → ms)
+ *   {name}:quorumlock:readers the shared holders (ZSET: lock value → expiry ms on the member's
+ *                             clock; the key's PEXPIRE kept at the latest; docs/shared-locks.md)
  * Per member (one per hash slot on a Cluster: quorumlock:epoch:{tag}):
  *   quorumlock:epoch          the epoch hash (EPOCH_FIELDS, and fence:<name> per resource)
  * Per waiter:
@@ -61,9 +63,10 @@ export const fenceField = (resource: string) => `fence:${resource}`;
 
 const LINE = 'quorumlock:line';
 const LEASES = 'quorumlock:leases';
+const READERS = 'quorumlock:readers';
 
 /** How isReservedName's refusal describes our names, for the argument error. */
-export const RESERVED_NAMES = `not starting with "${RESERVED_PREFIX}", not ending in ":${LINE}" or ":${LEASES}"`;
+export const RESERVED_NAMES = `not starting with "${RESERVED_PREFIX}", not ending in ":${LINE}", ":${LEASES}" or ":${READERS}"`;
 
 /**
  * Whether `name` is (or may be) one of quorumlock's own keys, which no resource may be: locking
@@ -74,17 +77,18 @@ export const RESERVED_NAMES = `not starting with "${RESERVED_PREFIX}", not endin
  */
 export function isReservedName(name: string): boolean {
   if (name.startsWith(RESERVED_PREFIX)) return true;
-  return [LINE, LEASES].some((suffix) => name.endsWith(`:${suffix}`) || name.includes(`}:${suffix}:`));
+  return [LINE, LEASES, READERS].some((suffix) => name.endsWith(`:${suffix}`) || name.includes(`}:${suffix}:`));
 }
 
 /**
- * The keys a script gets for `resources`: the lock keys, then their lines, then their leases
- * (the scripts find them by position: 3n keys). Line and lease keys share their lock key's hash
- * slot (with the client's `keyPrefix` in front), so all live on one node of a Cluster.
+ * The keys a script gets for `resources`: the lock keys, then their lines, then their leases,
+ * then their shared holders (the scripts find them by position: 4n keys). The companions share
+ * their lock key's hash slot (with the client's `keyPrefix` in front), so all live on one node of
+ * a Cluster.
  */
 export function resourceKeys(resources: readonly string[], keyPrefix = ''): string[] {
   const companions = (suffix: string) => resources.map((key) => companionKey(key, suffix, keyPrefix));
-  return [...resources, ...companions(LINE), ...companions(LEASES)];
+  return [...resources, ...companions(LINE), ...companions(LEASES), ...companions(READERS)];
 }
 
 /**
@@ -104,4 +108,16 @@ export function isUntouchedGenesis(hash: Record<string, string>, runId: string, 
   const names = Object.keys(hash);
   const expected: readonly string[] = ['id', 'since', 'run_id', 'replid', 'genesis'] satisfies (typeof EPOCH_FIELDS)[number][];
   return names.length === expected.length && expected.every((name) => name in hash) && hash.genesis === '1' && hash.run_id === runId && hash.replid === replid;
+}
+
+/**
+ * Permit `index` of the semaphore `name` (src/semaphore): an ordinary lock key, so each permit is
+ * an exclusive lock with everything that brings. Under quorumlock's reserved prefix, which no
+ * user resource may take (isReservedName), so no user lock collides with a permit; `{name}` is a
+ * hash tag, so all permits of one semaphore (and their companions) share one Cluster slot and
+ * one member call can read them all. Semaphore names hold no braces (checkSemaphoreName): the
+ * tag is then exactly the name, and two semaphores' keys never coincide.
+ */
+export function permitResource(name: string, index: number): string {
+  return `${RESERVED_PREFIX}semaphore:{${name}}:permit:${index}`;
 }
