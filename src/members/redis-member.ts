@@ -14,18 +14,23 @@ import {
   decodeAcquire,
   decodeExtend,
   decodeFence,
+  decodeLeaderRead,
   extendArgs,
   fenceArgs,
   leaveArgs,
   NOT_COUNTING,
   releaseArgs,
+  readLeaderArgs,
   trustArgs,
+  writeLeaderArgs,
   type AcquireRequest,
   type ExtendReply,
   type FenceReply,
+  type LeaderReading,
   type Locked,
   type Refusal,
 } from '../store/protocol.js';
+import { leaderRecordKey } from '../store/keys.js';
 import { clusterTopology } from './cluster.js';
 import { isClusterClient, keyPrefixOf, memberId, type MemberClient } from './id.js';
 import type { Member } from './member.js';
@@ -155,6 +160,16 @@ export class RedisMember implements Member {
   }
 
   // --- for the Redlock, the CLI and the waiting line; not part of the algorithm's Member ---------
+
+  /** Elections (src/election/): writes the leader record of `resource` if its lock holds `value` here (election.lua). */
+  writeLeader(resource: string, value: string, term: number, id: string): Promise<boolean> {
+    return this.#call<number>('quorumlockElection', [resource, leaderRecordKey(resource, this.keyPrefix)], writeLeaderArgs(value, term, id)).then((reply) => reply === 1);
+  }
+
+  /** Elections: the leader record of `resource` as this member has it, with its lock key's PTTL (election.lua). */
+  readLeader(resource: string): Promise<LeaderReading> {
+    return this.#call<unknown>('quorumlockElection', [resource, leaderRecordKey(resource, this.keyPrefix)], readLeaderArgs()).then(decodeLeaderRead);
+  }
 
   /**
    * Declares this member's current epoch brand new (trust.lua 'new'): ends its quarantine

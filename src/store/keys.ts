@@ -14,6 +14,9 @@
  *   quorumlock:epoch          the epoch hash (EPOCH_FIELDS, and fence:<name> per resource)
  * Per waiter:
  *   quorumlock:waiter:<id>    the channel a release announces "you are first in line" on
+ * Per election `name` (src/election/):
+ *   quorumlock:election:<name>                          its lock (electionResource): held by the leader
+ *   {quorumlock:election:<name>}:quorumlock:leader      the leader record (leaderRecordKey, election.lua)
  */
 import { allSlotTags, companionKey, slotOf, tagOfSlot } from './slots.js';
 
@@ -63,6 +66,20 @@ export const fenceField = (resource: string) => `fence:${resource}`;
 
 const LINE = 'quorumlock:line';
 const LEASES = 'quorumlock:leases';
+const LEADER = 'quorumlock:leader';
+
+/**
+ * The resource whose exclusive lock is the leadership of election `name`. Reserved (it starts
+ * with RESERVED_PREFIX), so no user lock can take or overwrite it; one key, so Cluster-safe.
+ */
+export const electionResource = (name: string) => `${RESERVED_PREFIX}election:${name}`;
+
+/**
+ * The leader record of the election whose lock is `resource` (electionResource): in the lock
+ * key's hash slot (companionKey), so election.lua reads both on one Cluster node.
+ */
+export const leaderRecordKey = (resource: string, keyPrefix = '') => companionKey(resource, LEADER, keyPrefix);
+
 const READERS = 'quorumlock:readers';
 
 /** How isReservedName's refusal describes our names, for the argument error. */

@@ -4,12 +4,23 @@
  * (bench/drift/sim-member.ts) reads arguments and builds replies through them; nobody else
  * spells an argument's position or a reply tuple.
  *
- * KEYS are always resourceKeys() (3 per resource: lock, line, leases; keys.ts) or the lock keys
+ * KEYS are always resourceKeys() (4 per resource: lock, line, leases, readers; keys.ts) or the lock keys
  * alone, with the member's epoch hash last where a script keeps epochs.
  */
 import { protocolError } from '../errors.js';
 
 // --- acquire.lua ------------------------------------------------------------------------------
+
+/**
+ * What marks a shared (reader) lock to the scripts: its lock value and its waiter id start with
+ * this character, which no exclusive value (base64url) or waiter id (base64url, '.', base 36)
+ * contains. The one home of the encoding (the Lua spells it SHARED_MARK in _keys.lua and
+ * fence.lua; test/unit/lua54.test.ts checks they agree). A shared acquire runs acquireShared.lua,
+ * a shared extend extendShared.lua; release.lua, leave.lua and fence.lua read the mark.
+ */
+export const SHARED_MARK = '~';
+export const sharedName = (name: string): string => SHARED_MARK + name;
+export const isShared = (name: string): boolean => name.startsWith(SHARED_MARK);
 
 /** A place in the lines of waiters (waiting/line.ts), as the acquire script takes it. */
 export interface Waiter {
@@ -129,7 +140,7 @@ export function decodeAcquire(reply: number | unknown[], settled: string, fencin
 
 // --- extend.lua -------------------------------------------------------------------------------
 
-/** KEYS: the lock keys. ARGV: value, ttl ms. */
+/** KEYS: the lock keys (extendShared.lua: resourceKeys). ARGV: value, ttl ms. */
 export const extendArgs = (value: string, ttlMs: number): (string | number)[] => [value, ttlMs];
 
 /** extendArgs() as a script receives them, for simulators of the script. */
@@ -168,7 +179,7 @@ export const leaveArgs = (waiterId: string): string[] => [waiterId];
 // --- fence.lua --------------------------------------------------------------------------------
 
 /**
- * KEYS: the lock keys, then the epoch hash. ARGV: value, token, mode, the epoch id the call is
+ * KEYS: the lock keys (a shared value: then their reader keys), then the epoch hash. ARGV: value, token, mode, the epoch id the call is
  * bound to ('' for a propose to a member not heard in the acquire round), and with 'sync' the
  * floor for an incomplete epoch ('' = none).
  */
@@ -207,4 +218,32 @@ export const trustArgs = (mode: 'new' | 'floor', n: number): (string | number)[]
 /** trustArgs() as a script receives them, for simulators of the script. */
 export function readTrustArgs(argv: readonly string[]): { mode: 'new' | 'floor'; n: number } {
   return { mode: argv[0] === 'floor' ? 'floor' : 'new', n: Number(argv[1] ?? 0) };
+}
+
+// --- election.lua -----------------------------------------------------------------------------
+
+/**
+ * KEYS: the election's lock key, then its leader record (keys.ts, leaderRecordKey).
+ * ARGV: 'write', the lock value, "<term> <id>" (reply 1: written, 0: the lock is not ours there);
+ * or 'read' (reply: {"<term> <id>" or '', the lock key's PTTL, -2 when absent}).
+ */
+export const writeLeaderArgs = (value: string, term: number, id: string): string[] => ['write', value, `${term} ${id}`];
+export const readLeaderArgs = (): string[] => ['read'];
+
+/** What one member says of an election: the leader its record names (if it matches the lock), and the lock key's PTTL. */
+export interface LeaderReading {
+  leader: { term: number; id: string } | undefined;
+  /** ms; -2 when the lock key is absent, -1 when it has no expiry (never set so by us). */
+  pttl: number;
+}
+
+export function decodeLeaderRead(reply: unknown): LeaderReading {
+  if (!Array.isArray(reply) || reply.length !== 2 || typeof reply[0] !== 'string' || typeof reply[1] !== 'number')
+    throw protocolError(`election.lua read: unexpected reply ${JSON.stringify(reply)}`);
+  const [record, pttl] = reply as [string, number];
+  if (record === '') return { leader: undefined, pttl };
+  const space = record.indexOf(' ');
+  const term = Number(record.slice(0, space));
+  if (space < 1 || !Number.isSafeInteger(term)) throw protocolError(`election.lua read: unexpected record ${JSON.stringify(record)}`);
+  return { leader: { term, id: record.slice(space + 1) }, pttl };
 }

@@ -4,7 +4,7 @@
  * member that restarted with an empty script cache still works without an extra round trip.
  */
 import type { Redis } from 'ioredis';
-import { acquireLua, extendLua, fenceLua, leaveLua, releaseLua, trustLua } from '../lua/sources.js';
+import { acquireLua, electionLua, extendLua, fenceLua, leaveLua, releaseLua, trustLua } from '../lua/sources.js';
 
 /** The commands quorumlock adds to a client. Prefixed so they cannot clash with the user's own. */
 export interface ScriptCommands {
@@ -14,6 +14,7 @@ export interface ScriptCommands {
   quorumlockLeave(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   quorumlockFence(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<[number, number, number]>;
   quorumlockTrust(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  quorumlockElection(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number | unknown[]>;
 }
 
 const scripts = {
@@ -23,6 +24,7 @@ const scripts = {
   quorumlockLeave: leaveLua,
   quorumlockFence: fenceLua,
   quorumlockTrust: trustLua,
+  quorumlockElection: electionLua,
 } as const;
 
 /**
