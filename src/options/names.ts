@@ -82,6 +82,17 @@ export const usingOptionNames = names('using()', [...acquireNames, 'extendThresh
     "is node-redlock v5's: using() extends when the remaining validity drops to extendThreshold ms (default ttl / 3); pass that instead",
 });
 
+/** redlock.election(name, options): src/election/options.ts. */
+export const electionOptionNames = names('election()', ['ttl', 'id', 'pollInterval'], {
+  ...perCallHints,
+  signal: 'is an option of election.campaign() and election.observe(), per call',
+  fencing: 'is always on for elections: the term is the fencing token',
+});
+
+/** election.campaign() and election.observe(). */
+export const campaignOptionNames = names('election.campaign()', ['signal'], perCallHints);
+export const observeOptionNames = names('election.observe()', ['signal'], perCallHints);
+
 /**
  * Refuses any name in `options` that `allowed` does not take. Only for objects already checked to
  * be objects (checkOptionsObject). for-in, not Object.keys: no array per call.
