@@ -30,6 +30,12 @@ export const errorCodes = {
    * it, and the message says what to use instead.
    */
   QUORUMLOCK_ERR_UNKNOWN_OPTION: 'QUORUMLOCK_ERR_UNKNOWN_OPTION',
+  /**
+   * Error: a `{ reentrant: true }` acquire could not nest: deeper than the Redlock's maxReentrancy,
+   * reentrancy is off (maxReentrancy 0), or the outer lock is no longer held. `resources` and
+   * `depth` say which and how deep.
+   */
+  QUORUMLOCK_ERR_REENTRANCY: 'QUORUMLOCK_ERR_REENTRANCY',
   /** Error: `quorumlock/testing`'s resetMembers() refused to run (NODE_ENV=production, or no test runner detected). */
   QUORUMLOCK_ERR_TESTING_ONLY: 'QUORUMLOCK_ERR_TESTING_ONLY',
   /** Error: a member answered one of our scripts with a reply the protocol does not know (store/protocol.ts); never read as a yes. */

@@ -17,6 +17,8 @@ export { minTtl } from './options/check.js';
 export { defaults, MAX_TTL_MS, type AcquireOptions, type UsingOptions, type Settings, type Logger, type RedlockOptions } from './options/settings.js';
 export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
 export { quorumOf } from './quorum/tally.js';
+export type { Election, Leadership, LeaderInfo, ElectionOptions, CampaignOptions, ObserveOptions, LeadershipEnd, LeaderVote } from './election/index.js';
+export { LeadershipLostError, LeaderUnknownError, electionErrorCodes } from './election/index.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
 export { fencedWrite, fenceKeyOf } from './fencing/guard.js';
 export { guardLua as FENCE_GUARD_LUA } from './lua/sources.js';

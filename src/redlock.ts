@@ -10,6 +10,7 @@ import type { MemberClient } from './members/id.js';
 import { RedisMember } from './members/redis-member.js';
 import {
   checkAcquireOptions,
+  checkBoolean,
   checkExtendThreshold,
   checkFenceFloor,
   checkMaxExtensions,
@@ -25,6 +26,7 @@ import type { AcquireOptions, AttemptPolicy, RedlockOptions, Settings, UsingOpti
 import { newWaiterId } from './waiting/line.js';
 import { Notifications } from './waiting/notifications.js';
 import { keepExtended } from './lock/keep-extended.js';
+import { Reentrancy, reentrancyError } from './lock/reentrancy.js';
 import { quorumOf } from './quorum/tally.js';
 
 /** What a member looks like from outside: its name, and what it said about itself at its last reading. */
@@ -76,6 +78,8 @@ export class Redlock {
   readonly #members: readonly RedisMember[];
   readonly #context: LockContext;
   readonly #notifications: Notifications;
+  /** The locks each async context holds, for `{ reentrant: true }`; none with maxReentrancy 0. */
+  readonly #reentrancy: Reentrancy | undefined;
 
   /**
    * @param clients one per independent member: ioredis clients to single masters or to
@@ -88,6 +92,7 @@ export class Redlock {
     this.#context = Object.freeze({ members: this.#members, settings: this.settings });
     internals.set(this, this.#context);
     this.#notifications = new Notifications(this.#members, this.settings.logger);
+    this.#reentrancy = this.settings.maxReentrancy > 0 ? new Reentrancy(this.settings.maxReentrancy) : undefined;
     for (const member of this.#members) member.onServerFacts(() => this.#markDuplicates());
     this.#markDuplicates();
   }
@@ -192,6 +197,10 @@ export class Redlock {
     const policy = checkAcquireOptions(options, this.settings);
     // After checkAcquireOptions: a non-object is refused there first, as before.
     checkOptionNames(options, acquireOptionNames);
+    if (options?.reentrant !== undefined && checkBoolean('reentrant', options.reentrant)) {
+      const nested = this.#nested(names);
+      if (nested) return nested.lock;
+    }
     // Not through #acquire: a returned promise would cost the hot path two more ticks.
     const lockId = newWaiterId();
     return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
@@ -249,17 +258,42 @@ export class Redlock {
     checkTtl(ttl, this.settings);
     const threshold = checkExtendThreshold(options?.extendThreshold, ttl, this.settings);
     const maxExtensions = checkMaxExtensions(options?.maxExtensions);
-    const lock = await this.#acquire(names, ttl, checkAcquireOptions(options, this.settings));
+    const policy = checkAcquireOptions(options, this.settings);
+    const nested = options?.reentrant !== undefined && checkBoolean('reentrant', options.reentrant) ? this.#nested(names) : undefined;
+    if (nested) {
+      // The outer using() keeps the lock extended and releases it; this one only runs the work.
+      const { lock, depth } = nested;
+      try {
+        const result = await this.#reentrancy!.run(lock, depth, () => work(lock.signal, lock));
+        if (lock.signal.aborted) throw lock.signal.reason;
+        return result;
+      } finally {
+        await lock.release();
+      }
+    }
+    const lock = await this.#acquire(names, ttl, policy);
     const signal = lock.signal;
     const stop = keepExtended(lock, ttl, threshold, this.settings.clock, maxExtensions);
     try {
-      const result = await work(signal, lock);
+      // With reentrancy on, the work runs in a frame naming this lock (lock/reentrancy.ts).
+      const result = await (this.#reentrancy ? this.#reentrancy.run(lock, 0, () => work(signal, lock)) : work(signal, lock));
       if (signal.aborted) throw signal.reason;
       return result;
     } finally {
       stop();
       await lock.release();
     }
+  }
+
+  /** `{ reentrant: true }`: a nested handle when this context holds `names` already (reentrancy.ts). */
+  #nested(names: readonly string[]) {
+    if (!this.#reentrancy)
+      throw reentrancyError(
+        names,
+        1,
+        'reentrant: true needs a Redlock made with maxReentrancy > 0 (e.g. new Redlock(clients, { maxReentrancy: 4 })): reentrancy is off by default',
+      );
+    return this.#reentrancy.nest(this.#context, names);
   }
 
   /**

@@ -17,7 +17,7 @@ export interface OptionNames {
 }
 
 const retryNames = ['retryCount', 'retryDelay', 'retryJitter'] as const;
-const acquireNames = [...retryNames, 'waitTimeout', 'signal', 'fencing'] as const;
+const acquireNames = [...retryNames, 'waitTimeout', 'signal', 'fencing', 'reentrant', 'shared'] as const;
 
 /** Names other Redis lock clients use, and what quorumlock has instead. */
 const foreignHints: Record<string, string> = {
@@ -51,12 +51,14 @@ const perCallHints = {
   logger: constructorOnly,
   clock: constructorOnly,
   quarantine: constructorOnly,
+  maxReentrancy: constructorOnly,
 };
 
-export const redlockOptionNames = names('new Redlock()', ['driftFactor', ...retryNames, 'nodeTimeout', 'logger', 'clock', 'maxLockTtl', 'quarantine'], {
+export const redlockOptionNames = names('new Redlock()', ['driftFactor', ...retryNames, 'nodeTimeout', 'logger', 'clock', 'maxLockTtl', 'quarantine', 'maxReentrancy'], {
   waitTimeout: 'is an acquire() option, per call',
   signal: 'is an acquire() option, per call',
   fencing: 'is an acquire() option, per call',
+  reentrant: 'is an acquire() and using() option, per call (the Redlock option is maxReentrancy)',
   extendThreshold: 'is a using() option, per call',
   maxExtensions: 'is a using() option, per call',
 });
@@ -69,17 +71,37 @@ export const acquireOptionNames = names('acquire()', acquireNames, {
     "is node-redlock v5's: acquire() does not extend by itself; using() does, when the remaining validity drops to its extendThreshold option",
 });
 
-export const tryAcquireOptionNames = names('tryAcquire()', ['signal', 'fencing', 'waitTimeout'], {
+export const tryAcquireOptionNames = names('tryAcquire()', ['signal', 'fencing', 'waitTimeout', 'shared'], {
   ...perCallHints,
   retryCount: 'does not apply: tryAcquire() makes one attempt; use acquire() to retry',
   retryDelay: 'does not apply: tryAcquire() makes one attempt; use acquire() to retry',
   retryJitter: 'does not apply: tryAcquire() makes one attempt; use acquire() to retry',
+  reentrant: 'is an acquire() and using() option: a nested acquire never waits, so use acquire() with it',
 });
 
 export const usingOptionNames = names('using()', [...acquireNames, 'extendThreshold', 'maxExtensions'], {
   ...perCallHints,
   automaticExtensionThreshold:
     "is node-redlock v5's: using() extends when the remaining validity drops to extendThreshold ms (default ttl / 3); pass that instead",
+});
+
+/** A semaphore's permits are plain locks, so its acquire takes acquire()'s options (and no more). */
+const semaphoreHints = {
+  ...perCallHints,
+  limit: "is redis-semaphore's: quorumlock's is permits, an option of redlock.semaphore(name, { permits })",
+  reentrant: 'does not apply: a semaphore permit is never re-entered; acquire another permit instead',
+};
+
+export const semaphoreOptionNames = names('redlock.semaphore()', ['permits'], semaphoreHints);
+
+export const semaphoreAcquireOptionNames = names('semaphore.acquire()', acquireNames.filter((name: string) => name !== 'reentrant'), {
+  ...semaphoreHints,
+  permits: 'is an option of redlock.semaphore(name, { permits }), fixed per semaphore',
+});
+
+export const semaphoreUsingOptionNames = names('semaphore.using()', [...acquireNames.filter((name: string) => name !== 'reentrant'), 'extendThreshold', 'maxExtensions'], {
+  ...semaphoreHints,
+  permits: 'is an option of redlock.semaphore(name, { permits }), fixed per semaphore',
 });
 
 /** redlock.election(name, options): src/election/options.ts. */

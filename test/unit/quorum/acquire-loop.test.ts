@@ -30,6 +30,7 @@ function quietNotifications(clock: ManualClock, memberCount: number, readyMs = 0
 
 const policyOf = (overrides: Partial<AttemptPolicy>): AttemptPolicy => ({
   fencing: false,
+  shared: false,
   retryCount: 3,
   retryDelay: 100,
   retryJitter: 0,

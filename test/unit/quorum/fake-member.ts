@@ -278,6 +278,7 @@ export function settingsOn(clock: ManualClock, overrides: Partial<Settings> = {}
     clock,
     maxLockTtl: 60_000,
     quarantine: true,
+    maxReentrancy: 0,
     ...overrides,
   };
 }
