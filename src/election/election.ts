@@ -1,0 +1,167 @@
+/**
+ * Leader election on the quorum (docs/elections.md). Leadership IS the exclusive lock on
+ * electionResource(name) (keys.ts), acquired fenced: every safety property is the lock's.
+ *   - At most one leader per term, and at most one leader at any time within the lock's
+ *     guarantee: two leaders would be two holders of one Redlock lock (docs/safety.md).
+ *   - The term is the lock's fencing token: strictly larger than every token issued before for
+ *     this resource, by any client (docs/safety.md, "Fencing tokens"), so strictly increasing
+ *     across successive leaders, and usable by the protected side to refuse a deposed leader.
+ *   - A leader learns of a loss through leadership.signal, before its validity ends when
+ *     extensions fail (the stop margin, leadership.ts), at the latest at the deadline otherwise.
+ * Who leads is read from the leader record (election.lua), judged by quorum (judge.ts).
+ */
+import { checkAcquireOptions } from '../options/check.js';
+import type { Settings } from '../options/settings.js';
+import type { Lock } from '../lock/lock.js';
+import type { AttemptPolicy } from '../options/settings.js';
+import type { LeaderReading } from '../store/protocol.js';
+import { electionResource } from '../store/keys.js';
+import { quorumOf } from '../quorum/tally.js';
+import { LeaderUnknownError, type LeaderVote } from './errors.js';
+import { judgeLeader, type LeaderInfo } from './judge.js';
+import { Leadership } from './leadership.js';
+import { checkElection, checkSignalOptions, type CampaignOptions, type ElectionConfig, type ElectionOptions, type ObserveOptions } from './options.js';
+
+/** What an election needs of a member: RedisMember's election calls (src/members/redis-member.ts). */
+export interface ElectionMember {
+  readonly id: string;
+  readonly notCounting: string | undefined;
+  writeLeader(resource: string, value: string, term: number, id: string): Promise<boolean>;
+  readLeader(resource: string): Promise<LeaderReading>;
+}
+
+/** @internal What a Redlock gives its elections. */
+export interface ElectionContext {
+  readonly members: readonly ElectionMember[];
+  readonly settings: Settings;
+  /** Redlock's acquire for names already checked (the election's resource is reserved to users). */
+  acquire(resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Lock>;
+}
+
+export class Election {
+  readonly name: string;
+  readonly ttl: number;
+  readonly id: string;
+  readonly pollInterval: number;
+  readonly #context: ElectionContext;
+  readonly #resource: readonly string[];
+
+  /** @internal Made by redlock.election(name, options). */
+  constructor(context: ElectionContext, name: string, options: ElectionOptions) {
+    const config: ElectionConfig = checkElection(name, options, context.settings);
+    this.#context = context;
+    this.name = config.name;
+    this.ttl = config.ttl;
+    this.id = config.id;
+    this.pollInterval = config.pollInterval;
+    this.#resource = Object.freeze([electionResource(this.name)]);
+  }
+
+  /**
+   * Waits in the fair line of the election's lock until this candidate is elected; resolves with
+   * the Leadership, kept (extended) until it is lost or resigned. Rejects with signal.reason when
+   * aborted; nothing is left behind then.
+   */
+  async campaign(options?: CampaignOptions): Promise<Leadership> {
+    const signal = checkSignalOptions(options, 'campaign');
+    const { settings } = this.#context;
+    const policy = checkAcquireOptions({ fencing: true, retryCount: Infinity, waitTimeout: Infinity, ...(signal ? { signal } : {}) }, settings);
+    const lock = await this.#context.acquire(this.#resource, this.ttl, policy);
+    const leadership = new Leadership({ name: this.name, id: this.id, ttl: this.ttl, settings, announce: (held, term) => this.#announce(held, term) }, lock);
+    // Recorded before campaign() resolves: leader() names this leader from then on.
+    await this.#announce(lock, leadership.term);
+    settings.logger.info({ election: this.name, id: this.id, term: leadership.term }, 'elected');
+    return leadership;
+  }
+
+  /**
+   * Who leads now, as a quorum of members says: { id, term, remainingMs }, or null when the
+   * leadership is vacant. Rejects with LeaderUnknownError when that cannot be told (too few
+   * members answered, or a handover is under way and no quorum names one leader yet).
+   */
+  async leader(): Promise<LeaderInfo | null> {
+    const { members, settings } = this.#context;
+    const startedAt = settings.clock.now();
+    const votes = await Promise.all(
+      members.map(async (member): Promise<LeaderVote> => {
+        try {
+          const reading = await this.#bounded(member.readLeader(this.#resource[0]!));
+          if (reading === undefined) return { member: member.id, error: `no answer within ${settings.nodeTimeout} ms` };
+          // Read after the answer: a member that stopped counting meanwhile does not count.
+          const why = member.notCounting;
+          return why === undefined ? { member: member.id, reading } : { member: member.id, reading, error: `does not count: ${why}` };
+        } catch (error) {
+          return { member: member.id, error: error instanceof Error ? error.message : String(error) };
+        }
+      }),
+    );
+    const judged = judgeLeader(votes, quorumOf(members.length), settings.clock.now() - startedAt, settings.driftFactor);
+    if ('leader' in judged) return judged.leader;
+    if ('vacant' in judged) return null;
+    throw new LeaderUnknownError(this.name, votes, judged.unknown);
+  }
+
+  /**
+   * Yields the leader now, then each change (another term, or null when vacant), by reading
+   * leader() every pollInterval ms. A change is yielded at most pollInterval + nodeTimeout after
+   * a quorum's records show it; a leadership shorter than that may be missed (terms then jump).
+   * Reads that cannot tell (LeaderUnknownError) yield nothing. Ends when `signal` aborts.
+   */
+  async *observe(options?: ObserveOptions): AsyncGenerator<LeaderInfo | null, void, undefined> {
+    const signal = checkSignalOptions(options, 'observe');
+    const { clock } = this.#context.settings;
+    let last: string | undefined;
+    while (!signal?.aborted) {
+      let now: LeaderInfo | null | undefined;
+      try {
+        now = await this.leader();
+      } catch (error) {
+        if (!(error instanceof LeaderUnknownError)) throw error;
+      }
+      if (signal?.aborted) return;
+      if (now !== undefined) {
+        const key = now === null ? 'vacant' : `${now.term} ${now.id}`;
+        if (key !== last) {
+          last = key;
+          yield now;
+        }
+      }
+      try {
+        await clock.sleep(this.pollInterval, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  /** Writes the leader record on every member where the lock is ours; resolves with how many did. */
+  async #announce(lock: Lock, term: number): Promise<number> {
+    const written = await Promise.all(
+      this.#context.members.map((member) =>
+        this.#bounded(member.writeLeader(this.#resource[0]!, lock.value, term, this.id)).then(
+          (done) => done === true,
+          () => false,
+        ),
+      ),
+    );
+    return written.filter(Boolean).length;
+  }
+
+  /** `call`'s answer, or undefined after nodeTimeout (the call itself is not cancelled: Redis cannot). */
+  #bounded<T>(call: Promise<T>): Promise<T | undefined> {
+    const { clock, nodeTimeout } = this.#context.settings;
+    return new Promise<T | undefined>((resolve, reject) => {
+      const timer = clock.setTimer(() => resolve(undefined), nodeTimeout);
+      call.then(
+        (value) => {
+          clock.clearTimer(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clock.clearTimer(timer);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
+  }
+}
