@@ -28,6 +28,7 @@ import { Notifications } from './waiting/notifications.js';
 import { keepExtended } from './lock/keep-extended.js';
 import { Reentrancy, reentrancyError } from './lock/reentrancy.js';
 import { quorumOf } from './quorum/tally.js';
+import { Election, type ElectionOptions } from './election/index.js';
 
 /** What a member looks like from outside: its name, and what it said about itself at its last reading. */
 export interface MemberStatus {
@@ -183,6 +184,15 @@ export class Redlock {
   /** Votes needed: floor(N/2) + 1. */
   get quorum(): number {
     return quorumOf(this.#members.length);
+  }
+
+  /**
+   * A leader election named `name` on these members (docs/elections.md): campaign() waits to be
+   * elected, leader() and observe() say who leads. Leadership is the fenced lock of a reserved
+   * resource; its fencing token is the term. Checks its inputs now, before any network call.
+   */
+  election(name: string, options: ElectionOptions): Election {
+    return new Election({ members: this.#members, settings: this.settings, acquire: (names, ttl, policy) => this.#acquire(names, ttl, policy) }, name, options);
   }
 
   /**
