@@ -19,8 +19,6 @@ export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/v
 export { quorumOf } from './quorum/tally.js';
 export type { Election, Leadership, LeaderInfo, ElectionOptions, CampaignOptions, ObserveOptions, LeadershipEnd, LeaderVote } from './election/index.js';
 export { LeadershipLostError, LeaderUnknownError, electionErrorCodes } from './election/index.js';
-export type { Election, Leadership, LeaderInfo, ElectionOptions, CampaignOptions, ObserveOptions, LeadershipEnd, LeaderVote } from './election/index.js';
-export { LeadershipLostError, LeaderUnknownError, electionErrorCodes } from './election/index.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
 export { fencedWrite, fenceKeyOf } from './fencing/guard.js';
 export { guardLua as FENCE_GUARD_LUA } from './lua/sources.js';
