@@ -1,4 +1,8 @@
 export { Redlock, type MemberStatus } from './redlock.js';
+export type { Semaphore, PermitHolder } from './semaphore/semaphore.js';
+export type { Permit } from './semaphore/permit.js';
+export type { SemaphoreOptions } from './semaphore/check.js';
+export type { SemaphoreUnavailableError, PermitReading } from './semaphore/errors.js';
 export type { Lock, ReleaseResult } from './lock/lock.js';
 export type { MemberClient } from './members/id.js';
 export {

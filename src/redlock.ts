@@ -28,6 +28,8 @@ import { Notifications } from './waiting/notifications.js';
 import { keepExtended } from './lock/keep-extended.js';
 import { Reentrancy, reentrancyError } from './lock/reentrancy.js';
 import { quorumOf } from './quorum/tally.js';
+import { checkSemaphoreName, checkSemaphoreOptions, type SemaphoreOptions } from './semaphore/check.js';
+import { Semaphore } from './semaphore/semaphore.js';
 import { Election, type ElectionOptions } from './election/index.js';
 
 /** What a member looks like from outside: its name, and what it said about itself at its last reading. */
@@ -79,6 +81,8 @@ export class Redlock {
   readonly #members: readonly RedisMember[];
   readonly #context: LockContext;
   readonly #notifications: Notifications;
+  /** The clients, index-aligned with #members: semaphores read their permits with plain commands (semaphore/probe.ts). */
+  readonly #clients: readonly MemberClient[];
   /** The locks each async context holds, for `{ reentrant: true }`; none with maxReentrancy 0. */
   readonly #reentrancy: Reentrancy | undefined;
 
@@ -90,6 +94,7 @@ export class Redlock {
   constructor(clients: readonly MemberClient[], options: RedlockOptions = {}) {
     this.settings = Object.freeze(checkSettings(options));
     this.#members = Object.freeze(checkMembers(clients).map((client) => new RedisMember(client, this.settings.logger)));
+    this.#clients = Object.freeze([...clients]);
     this.#context = Object.freeze({ members: this.#members, settings: this.settings });
     internals.set(this, this.#context);
     this.#notifications = new Notifications(this.#members, this.settings.logger);
@@ -304,6 +309,21 @@ export class Redlock {
         'reentrant: true needs a Redlock made with maxReentrancy > 0 (e.g. new Redlock(clients, { maxReentrancy: 4 })): reentrancy is off by default',
       );
     return this.#reentrancy.nest(this.#context, names);
+  }
+
+  /**
+   * A counting semaphore named `name`: at most `permits` holders at once, each permit its own lock
+   * on the quorum (docs/semaphores.md). Checks its arguments now; no network call until acquire.
+   */
+  semaphore(name: string, options: SemaphoreOptions): Semaphore {
+    const checked = checkSemaphoreName(name);
+    const permits = checkSemaphoreOptions(options);
+    const host = {
+      context: this.#context,
+      clients: this.#clients,
+      acquire: (lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy) => this.#loop(lockId, resources, ttl, policy),
+    };
+    return new Semaphore(host, checked, permits);
   }
 
   /**

@@ -101,7 +101,9 @@ export class Lock implements AsyncDisposable {
    * a failed extend with a shorter ttl may have shortened the keys). 0 once expired or released.
    */
   remainingMs(): number {
-    if (this.#released) return 0;
+    // Lost: a quorum said the keys are gone or taken, or the validity ran out. Whatever our keys
+    // still hold somewhere guarantees nothing: another owner may hold the lock now.
+    if (this.#released || this.#lost) return 0;
     return Math.max(0, this.#deadline - this.#context.settings.clock.now());
   }
 

@@ -94,14 +94,14 @@ const semaphoreHints = {
 
 export const semaphoreOptionNames = names('redlock.semaphore()', ['permits'], semaphoreHints);
 
-export const semaphoreAcquireOptionNames = names('semaphore.acquire()', acquireNames.filter((name: string) => name !== 'reentrant'), {
-  ...semaphoreHints,
-  permits: 'is an option of redlock.semaphore(name, { permits }), fixed per semaphore',
-});
+const semaphoreAcquireNames = acquireNames.filter((name: string) => name !== 'reentrant');
+const fixedPermits = 'is an option of redlock.semaphore(name, { permits }), fixed per semaphore';
 
-export const semaphoreUsingOptionNames = names('semaphore.using()', [...acquireNames.filter((name: string) => name !== 'reentrant'), 'extendThreshold', 'maxExtensions'], {
+export const semaphoreAcquireOptionNames = names('semaphore.acquire()', semaphoreAcquireNames, { ...semaphoreHints, permits: fixedPermits });
+
+export const semaphoreUsingOptionNames = names('semaphore.using()', [...semaphoreAcquireNames, 'extendThreshold', 'maxExtensions'], {
   ...semaphoreHints,
-  permits: 'is an option of redlock.semaphore(name, { permits }), fixed per semaphore',
+  permits: fixedPermits,
 });
 
 /** redlock.election(name, options): src/election/options.ts. */

@@ -12,6 +12,7 @@ import { fenceToken, type Fence, type FenceReading } from './fence.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
 import type { Waiter } from '../store/protocol.js';
+import { quorumOf } from './tally.js';
 import { isLocked, type Answered, type LockAnswer, type MemberVote } from './votes.js';
 
 const POOL_VALUES = 256;
@@ -68,9 +69,18 @@ function acquireSender(resources: readonly string[], request: AcquireRequest, vi
     });
 }
 
+/**
+ * Why an attempt that did not win failed. 'taken' only when the members that said "held by
+ * another" (or "kept for an earlier waiter") alone rule out a quorum: then no member coming back
+ * would have let it win. Fewer, with the rest down, silent or quarantined, is an outage: never
+ * reported as "someone else has it" (tryAcquire's null, the CLI's 73 and --skip-if-locked), as a
+ * single member holding a stale key or another's attempt in progress must not make it one.
+ */
 export function failureOutcome(won: boolean, votes: readonly MemberVote[]): AttemptOutcome {
   if (won) return 'expired';
-  if (votes.some((vote) => vote.vote === 'taken' || vote.vote === 'queued')) return 'taken';
+  let refusing = 0;
+  for (const vote of votes) if (vote.vote === 'taken' || vote.vote === 'queued') refusing++;
+  if (refusing > votes.length - quorumOf(votes.length)) return 'taken';
   return votes.some((vote) => vote.vote === 'quarantined') ? 'quarantined' : 'unavailable';
 }
 

@@ -155,3 +155,35 @@ export function contend(options: ContendOptions): { active: Set<Holding>; done: 
   });
   return { active, done };
 }
+
+/**
+ * For a semaphore: the instants at which more than `permits` guaranteed intervals overlap. Sweeps
+ * the interval ends in time order (an end at the same instant as a start comes first: touching is
+ * no overlap, as in overlaps()), and reports each stretch over the limit once, where it begins,
+ * with how many overlapped at its height. maxOverlap is the largest count seen, for reports.
+ */
+export function permitViolations(
+  intervals: readonly Pick<Interval, 'start' | 'end'>[],
+  permits: number,
+): { maxOverlap: number; violations: { at: number; holders: number }[] } {
+  const events = intervals
+    .filter((interval) => interval.end > interval.start)
+    .flatMap((interval) => [
+      { at: interval.start, delta: 1 },
+      { at: interval.end, delta: -1 },
+    ])
+    .sort((a, b) => a.at - b.at || a.delta - b.delta);
+  const violations: { at: number; holders: number }[] = [];
+  let holders = 0;
+  let maxOverlap = 0;
+  let over: { at: number; holders: number } | undefined;
+  for (const { at, delta } of events) {
+    holders += delta;
+    maxOverlap = Math.max(maxOverlap, holders);
+    if (holders > permits) {
+      if (!over) violations.push((over = { at, holders }));
+      else over.holders = Math.max(over.holders, holders);
+    } else over = undefined;
+  }
+  return { maxOverlap, violations };
+}
