@@ -28,9 +28,9 @@ import { Notifications } from './waiting/notifications.js';
 import { keepExtended } from './lock/keep-extended.js';
 import { Reentrancy, reentrancyError } from './lock/reentrancy.js';
 import { quorumOf } from './quorum/tally.js';
+import { Election, type ElectionOptions } from './election/index.js';
 import { checkSemaphoreName, checkSemaphoreOptions, type SemaphoreOptions } from './semaphore/check.js';
 import { Semaphore } from './semaphore/semaphore.js';
-import { Election, type ElectionOptions } from './election/index.js';
 
 /** What a member looks like from outside: its name, and what it said about itself at its last reading. */
 export interface MemberStatus {
@@ -232,15 +232,15 @@ export class Redlock {
    * with LockAcquireError when too few members answered, so an outage is never mistaken for
    * "someone else has it".
    */
-  async tryAcquire(resources: string | readonly string[], ttl: number, options: Pick<AcquireOptions, 'signal'> = {}): Promise<Lock | null> {
+  async tryAcquire(resources: string | readonly string[], ttl: number, options: Pick<AcquireOptions, 'signal' | 'shared'> = {}): Promise<Lock | null> {
     const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
     // Checked as given: a non-object spread below would pass as an object.
     checkOptionsObject(options);
     checkOptionNames(options, tryAcquireOptionNames);
     // Named, not spread (a spread costs ~2 µs): what one attempt can use, as before.
-    const { signal, fencing, waitTimeout } = options as AcquireOptions;
-    const policy = checkAcquireOptions({ signal, fencing, waitTimeout, retryCount: 0 }, this.settings);
+    const { signal, fencing, waitTimeout, shared } = options as AcquireOptions;
+    const policy = checkAcquireOptions({ signal, fencing, waitTimeout, shared, retryCount: 0 }, this.settings);
     const lockId = newWaiterId();
     // 'taken' is an answer here, not a failure: so it is for tracers too.
     const won = await this.#traced(lockId, names, ttl, () =>

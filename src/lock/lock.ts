@@ -15,6 +15,7 @@ import { debugging, type Settings } from '../options/settings.js';
 import { extendOn, type ExtendAnswer } from '../quorum/extend.js';
 import { releaseOn } from '../quorum/release.js';
 import { describeVotes, type LockAnswer, type MemberVote, type ReleaseAnswer } from '../quorum/votes.js';
+import { isShared } from '../store/protocol.js';
 
 /** What `lock.release()` resolves with. */
 export interface ReleaseResult {
@@ -78,6 +79,11 @@ export class Lock implements AsyncDisposable {
 
   /** Names this lock in logs and diagnostics events (`lockId`): unique per process, not secret, no capability. */
   readonly id: string;
+
+  /** A shared (read) lock, from `{ shared: true }`: others may hold it shared too, nobody exclusively. */
+  get shared(): boolean {
+    return isShared(this.value);
+  }
 
   /** @internal Made by Redlock (acquire, tryAcquire, using), never by users. */
   constructor(context: LockContext, held: HeldLock) {

@@ -1,20 +1,28 @@
--- (Included by acquire.lua, release.lua and leave.lua.) KEYS hold 3 keys per resource: the n lock
--- keys, then their n line keys, then their n lease keys (src/store/keys.ts, resourceKeys), and
--- `extra` keys after them (acquire: the epoch hash). The number of resources, or nil for a
--- malformed call, which the script refuses outright: with a wrong key count its loops would run
--- zero times, and an acquire would report a lock it never set.
+-- (Included by acquire.lua, acquireShared.lua, release.lua, leave.lua and extendShared.lua.)
+-- KEYS hold 4 keys per resource: the n lock keys, then their n line keys, then their n lease
+-- keys, then their n reader keys (src/store/keys.ts, resourceKeys), and `extra` keys after them
+-- (acquire: the epoch hash). The number of resources, or nil for a malformed call, which the
+-- script refuses outright: with a wrong key count its loops would run zero times, and an acquire
+-- would report a lock it never set.
 local function resourceCount(extra)
   local keys = #KEYS - extra
-  if keys < 3 or keys % 3 ~= 0 then
+  if keys < 4 or keys % 4 ~= 0 then
     return nil
   end
   -- math.floor: an integer in Lua 5.4 too (`/` alone yields a float there).
-  return math.floor(keys / 3)
+  return math.floor(keys / 4)
 end
 
 local function malformed(expected)
-  return redis.error_reply('quorumlock: expected 3 keys per resource (lock, line, leases)' .. expected .. ', got ' .. #KEYS)
+  return redis.error_reply('quorumlock: expected 4 keys per resource (lock, line, leases, readers)' .. expected .. ', got ' .. #KEYS)
 end
 
 -- The channel a waiter listens on: WAITER_CHANNEL .. its id (keys.ts, waiterChannel).
 local WAITER_CHANNEL = 'quorumlock:waiter:'
+
+-- A shared (reader) lock's value and waiter id start with SHARED_MARK (protocol.ts, SHARED_MARK:
+-- a character no exclusive value or waiter id contains).
+local SHARED_MARK = '~'
+local function isShared(name)
+  return string.sub(name, 1, 1) == SHARED_MARK
+end

@@ -1,5 +1,5 @@
 -- Acquire, with a fair line of waiters, the restart quarantine and (optionally) fence readings.
--- KEYS: the n lock keys, then their n line keys, then their n lease keys, then the member's epoch
+-- KEYS: the n lock keys, their n line keys, n lease keys and n reader keys, then the member's epoch
 --       hash (its id, since = when the data this server holds began, the run id and replication
 --       id of that data, genesis, the fence counters; quorumlock:epoch, or one per hash slot on a
 --       Redis Cluster).
@@ -12,7 +12,7 @@
 -- set: {1 | 3 (quarantined), quarantine ms left, fence counter, counter trusted 1/0, epoch id}.
 -- When this server is not a plain master: {4}, and nothing is set.
 -- Otherwise nothing is set and it returns {why, heldForMs, place, epoch id, quarantine ms left}:
--- why = 0 held by another owner, 2 free but kept for an earlier waiter; heldForMs = the longest
+-- why = 0 held by another owner (a writer, or live shared holders), 2 free but kept for an earlier waiter; heldForMs = the longest
 -- PTTL among held keys (-1: none held, -2: held without an expiry); place = 0-based place in the
 -- longest line (-1: not in line); the epoch id ('' with quarantine and fencing off) and its
 -- quarantine left (-1: quarantine off), for a fence sync bound to it.
@@ -45,6 +45,16 @@ for i = 1, n do
     forever = true
   elseif pttl ~= -2 then
     heldFor = math.max(heldFor, pttl, 0)
+  end
+  -- Shared holders (acquireShared.lua) keep a writer out as a lock key does: the one extra
+  -- EXISTS per resource on the uncontended path. Entries past their time are dead: dropped here.
+  local readers = KEYS[3 * n + i]
+  if redis.call('EXISTS', readers) == 1 then
+    redis.call('ZREMRANGEBYSCORE', readers, '-inf', now())
+    local last = redis.call('ZRANGE', readers, -1, -1, 'WITHSCORES')[2]
+    if last then
+      heldFor = math.max(heldFor, tonumber(last) - now(), 0)
+    end
   end
   local line, leases = KEYS[n + i], KEYS[2 * n + i]
   if redis.call('EXISTS', line) == 1 then

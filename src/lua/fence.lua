@@ -1,5 +1,5 @@
 -- Raise the fence counters of the lock's resources to ARGV[2].
--- KEYS: the n lock keys, then the member's epoch hash.
+-- KEYS: the n lock keys, then the member's epoch hash (a shared lock: see below).
 -- ARGV: value, token, mode, epoch id, floor ('' or absent: none; sync only). mode 'propose': a candidate token, written only where the
 --       reading is trusted; 'sync': an established token, written also where it is not, which is
 --       how a member that lost its counter becomes trusted again. The epoch id is the one this
@@ -25,9 +25,19 @@
 -- re-sends an unanswered acquire and sync to the new process after a restart, where the sync
 -- would otherwise write an old token into a new epoch that never saw the tokens issued since
 -- (issue 10, defect 1).
+-- A shared (reader) lock (its value starts with SHARED_MARK, protocol.ts) holds by its entries in
+-- the readers ZSETs, not by lock keys: KEYS are then the n lock keys, their n reader keys, then
+-- the epoch hash, and a propose needs a live entry in each. Readers and writers raise the same
+-- per-resource counter, so their tokens are ordered against each other by the same argument: a
+-- token is written while its holder holds, before any later holder of the other kind could
+-- (acquire.lua and acquireShared.lua exclude each other on a member).
+local shared = string.sub(ARGV[1], 1, 1) == '~'
 local n = #KEYS - 1
-if n < 1 then
-  return redis.error_reply('quorumlock: expected the lock keys and the epoch key, got ' .. #KEYS)
+if shared then
+  n = math.floor(n / 2)
+end
+if n < 1 or (shared and #KEYS ~= 2 * n + 1) then
+  return redis.error_reply('quorumlock: expected the lock keys (then, shared, the reader keys) and the epoch key, got ' .. #KEYS)
 end
 -- #include _compat.lua
 -- #include _epoch.lua
@@ -40,7 +50,14 @@ if not current or (ARGV[4] ~= '' and current ~= ARGV[4]) or (sync and ARGV[4] ==
 end
 if not sync then
   for i = 1, n do
-    if redis.call('GET', KEYS[i]) ~= ARGV[1] then
+    local holds
+    if shared then
+      local ends = tonumber(redis.call('ZSCORE', KEYS[n + i], ARGV[1]))
+      holds = ends ~= nil and ends > now()
+    else
+      holds = redis.call('GET', KEYS[i]) == ARGV[1]
+    end
+    if not holds then
       return {0, 0, 0, current, 0, 0}
     end
   end

@@ -1,18 +1,19 @@
--- A waiter gives up: leave the line, and if the resource is free, wake whoever is first now.
--- KEYS: the n lock keys, then their n line keys, then their n lease keys. ARGV[1]: waiter id.
+-- A waiter gives up: leave the line, and if the resource is free for whoever is first now, wake
+-- them (wakeHead).
+-- KEYS: the n lock keys, their n line keys, n lease keys and n reader keys. ARGV[1]: waiter id.
+-- #include _compat.lua
 -- #include _keys.lua
 local n = resourceCount(0)
 if not n then
   return malformed('')
 end
+-- #include _time.lua
+-- #include _readers.lua
 for i = 1, n do
   local line, leases = KEYS[n + i], KEYS[2 * n + i]
   if redis.call('ZREM', line, ARGV[1]) == 1 then
     redis.call('ZREM', leases, ARGV[1])
-    local head = redis.call('ZRANGE', line, 0, 0)[1]
-    if head and redis.call('EXISTS', KEYS[i]) == 0 then
-      redis.call('PUBLISH', WAITER_CHANNEL .. head, KEYS[i])
-    end
+    wakeHead(i, n)
   end
 end
 return 1

@@ -1,9 +1,11 @@
--- Release, and hand the resource to the first waiter in line.
--- KEYS: the n lock keys, then their n line keys, then their n lease keys. ARGV[1]: value.
--- Deletes each lock key that still holds ARGV[1]; leaves keys of other owners alone. Where a line
--- of waiters exists, PUBLISHes to the channel of the waiter now first in line only
--- (WAITER_CHANNEL .. id): one message per member per release, however long the line, and
--- only that waiter wakes up. Returns how many keys were deleted.
+-- Release, and hand the resource to whoever is first in line.
+-- KEYS: the n lock keys, their n line keys, n lease keys and n reader keys. ARGV[1]: value.
+-- An exclusive value: deletes each lock key that still holds it; leaves keys of other owners
+-- alone. A shared value (SHARED_MARK first): removes its entry from each readers ZSET, and
+-- touches nothing else. Where a line of waiters exists and the resource is now free for its head,
+-- PUBLISHes to the channel of the waiter now first in line only (WAITER_CHANNEL .. id), or of the
+-- readers at the head (wakeHead): one message per waiter woken, however long the line.
+-- Returns how many lock keys (or reader entries) were deleted.
 -- #include _compat.lua
 -- #include _keys.lua
 local n = resourceCount(0)
@@ -11,23 +13,23 @@ if not n then
   return malformed('')
 end
 -- #include _time.lua
+-- #include _readers.lua
+local value = ARGV[1]
 local deleted = 0
+if isShared(value) then
+  for i = 1, n do
+    if redis.call('ZREM', KEYS[3 * n + i], value) == 1 then
+      deleted = deleted + 1
+      wakeHead(i, n)
+    end
+  end
+  return deleted
+end
 for i = 1, n do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
+  if redis.call('GET', KEYS[i]) == value then
     redis.call('DEL', KEYS[i])
     deleted = deleted + 1
-    local line, leases = KEYS[n + i], KEYS[2 * n + i]
-    if redis.call('EXISTS', line) == 1 then
-      local stale = redis.call('ZRANGEBYSCORE', leases, '-inf', now())
-      if #stale > 0 then
-        redis.call('ZREM', line, unpack(stale))
-        redis.call('ZREM', leases, unpack(stale))
-      end
-      local head = redis.call('ZRANGE', line, 0, 0)[1]
-      if head then
-        redis.call('PUBLISH', WAITER_CHANNEL .. head, KEYS[i])
-      end
-    end
+    wakeHead(i, n)
   end
 end
 return deleted

@@ -17,6 +17,7 @@ import {
   decodeLeaderRead,
   extendArgs,
   fenceArgs,
+  isShared,
   leaveArgs,
   NOT_COUNTING,
   releaseArgs,
@@ -121,7 +122,8 @@ export class RedisMember implements Member {
     const epochKey = this.#topology.epochKeyOf(resources);
     const known = this.#settled.get(epochKey);
     const settled = known !== undefined && known.quarantineMs === request.quarantineMs ? known.id : '';
-    const reply = await this.#call<number | unknown[]>('quorumlockAcquire', this.#topology.acquireKeysOf(resources), acquireArgs(request, settled));
+    const script = isShared(request.value) ? 'quorumlockAcquireShared' : 'quorumlockAcquire';
+    const reply = await this.#call<number | unknown[]>(script, this.#topology.acquireKeysOf(resources), acquireArgs(request, settled));
     const answer = decodeAcquire(reply, settled, request.fencing);
     if ('why' in answer) return answer;
     // A client that was still connecting ran our call before its INFO ('ready' fires after
@@ -139,6 +141,7 @@ export class RedisMember implements Member {
   }
 
   extend(resources: readonly string[], value: string, ttlMs: number): Promise<ExtendReply> {
+    if (isShared(value)) return this.#call<number>('quorumlockExtendShared', this.#topology.keysOf(resources), extendArgs(value, ttlMs)).then(decodeExtend);
     return this.#call<number>('quorumlockExtend', resources, extendArgs(value, ttlMs)).then(decodeExtend);
   }
 
@@ -153,7 +156,10 @@ export class RedisMember implements Member {
   async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync', epoch: string, floor?: number): Promise<FenceReply> {
     const reply = await this.#call<unknown[]>(
       'quorumlockFence',
-      [...resources, this.#topology.epochKeyOf(resources)],
+      // A shared value holds by its reader entries: fence.lua checks those (the last n of keysOf).
+      isShared(value)
+        ? [...resources, ...this.#topology.keysOf(resources).slice(3 * resources.length), this.#topology.epochKeyOf(resources)]
+        : [...resources, this.#topology.epochKeyOf(resources)],
       fenceArgs(value, token, mode, epoch, floor),
     );
     return decodeFence(reply);

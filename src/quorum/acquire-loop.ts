@@ -22,6 +22,7 @@ import { attemptLock, type AttemptResult } from './acquire.js';
 import { quorumOf } from './tally.js';
 import { describeVotes, type MemberVote } from './votes.js';
 import { leaseFor, LineTurns, newWaiterId, type Waiter } from '../waiting/line.js';
+import { sharedName } from '../store/protocol.js';
 import type { Notifications, Watch } from '../waiting/notifications.js';
 
 export type Won = Extract<AttemptResult, { won: true }>;
@@ -79,7 +80,9 @@ export async function acquireWithRetries(
   let stoppedBecause: LockAcquireError['stoppedBecause'] = 'retries exhausted';
   let rollback: Promise<unknown> = Promise.resolve();
   // One ticket for the whole call: the order of arrival decides who is next.
-  const waiter: Waiter = { id: lockId, ticket: clock.epochMs(), leaseMs: leaseFor(policy, settings.nodeTimeout) };
+  // A shared caller's place in line is marked as such (protocol.ts, SHARED_MARK): readers at the
+  // head of a line enter together, and none passes a writer that arrived before it.
+  const waiter: Waiter = { id: policy.shared ? sharedName(lockId) : lockId, ticket: clock.epochMs(), leaseMs: leaseFor(policy, settings.nodeTimeout) };
   const outOfLine: Waiter = { id: waiter.id, ticket: waiter.ticket, leaseMs: 0 };
   let watch: Watch | undefined;
   let joined = false;
@@ -110,7 +113,17 @@ export async function acquireWithRetries(
       // and never past the lock's validity (a quorum after ttl - drift could only be 'expired').
       // The budget holds: no round outlives `leftMs` (round.ts).
       const limitMs = Math.min(leftMs, ttl - driftMs(ttl, settings.driftFactor));
-      const result = await attemptLock(members, settings, resources, ttl, { timeoutMs, limitMs }, inLine ? waiter : outOfLine, policy.fencing, policy.signal);
+      const result = await attemptLock(
+        members,
+        settings,
+        resources,
+        ttl,
+        { timeoutMs, limitMs },
+        inLine ? waiter : outOfLine,
+        policy.fencing,
+        policy.signal,
+        policy.shared,
+      );
       if (result.won) {
         // Won: now, and only now, step out of every line (the scripts keep us in line until then).
         if (joined) leaveLine(members, resources, waiter);

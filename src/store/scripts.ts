@@ -4,12 +4,14 @@
  * member that restarted with an empty script cache still works without an extra round trip.
  */
 import type { Redis } from 'ioredis';
-import { acquireLua, electionLua, extendLua, fenceLua, leaveLua, releaseLua, trustLua } from '../lua/sources.js';
+import { acquireLua, acquireSharedLua, electionLua, extendLua, extendSharedLua, fenceLua, leaveLua, releaseLua, trustLua } from '../lua/sources.js';
 
 /** The commands quorumlock adds to a client. Prefixed so they cannot clash with the user's own. */
 export interface ScriptCommands {
   quorumlockAcquire(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number | number[]>;
   quorumlockExtend(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
+  quorumlockAcquireShared(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number | number[]>;
+  quorumlockExtendShared(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   quorumlockRelease(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   quorumlockLeave(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
   quorumlockFence(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<[number, number, number]>;
@@ -20,6 +22,8 @@ export interface ScriptCommands {
 const scripts = {
   quorumlockAcquire: acquireLua,
   quorumlockExtend: extendLua,
+  quorumlockAcquireShared: acquireSharedLua,
+  quorumlockExtendShared: extendSharedLua,
   quorumlockRelease: releaseLua,
   quorumlockLeave: leaveLua,
   quorumlockFence: fenceLua,
@@ -53,7 +57,7 @@ export function registerScripts(client: Redis): Redis & ScriptCommands {
 const GENERIC_BINDING = 'local BOUND_RUN_ID = false';
 
 /** The scripts that read the server's run id (currentEpoch), and so have bound copies. */
-export const BINDABLE = { quorumlockAcquire: acquireLua, quorumlockFence: fenceLua } as const;
+export const BINDABLE = { quorumlockAcquire: acquireLua, quorumlockAcquireShared: acquireSharedLua, quorumlockFence: fenceLua } as const;
 export type Bindable = keyof typeof BINDABLE;
 
 /**

@@ -1,0 +1,113 @@
+-- Acquire a shared (reader) lock: acquire.lua's KEYS, ARGV and replies (src/store/protocol.ts),
+-- for a value and a waiter id that start with SHARED_MARK. Any number of shared holders, or one
+-- exclusive holder (docs/shared-locks.md has the whole argument):
+-- * a reader enters when no lock key is set (no writer holds) and no writer waits ahead of it in
+--   line (arrival tickets, the same on every member): readers never overtake an earlier writer,
+--   so a stream of readers cannot starve one; readers at the head all enter together;
+-- * acquire.lua refuses a writer while a live reader entry exists, and this script refuses a
+--   reader while a lock key exists. Each runs atomically on the member, so on any one member a
+--   writer and a reader never hold at once, and any two quorums share a member.
+-- A reader holds by its entry in the readers ZSET (value → now + ttl on this member's clock) and
+-- joins, keeps and leaves its place in line exactly as a writer does.
+-- #include _compat.lua
+-- #include _keys.lua
+local n = resourceCount(1)
+if not n then
+  return malformed(' and the epoch key')
+end
+local epoch = KEYS[#KEYS]
+local value, ttl, waiter, ticket, lease = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
+local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
+if not isShared(value) or not isShared(waiter) then
+  return redis.error_reply('quorumlock: a shared acquire needs a shared value and waiter id')
+end
+-- #include _epoch.lua
+-- #include _fence.lua
+-- #include _readers.lua
+
+local epochId, since
+if quarantine > 0 or fencing then
+  epochId, since = currentEpoch(epoch)
+  if not epochId then
+    return {4}
+  end
+end
+
+local heldFor, ahead, forever = -1, false, false
+for i = 1, n do
+  local pttl = redis.call('PTTL', KEYS[i])
+  if pttl == -1 then
+    forever = true
+  elseif pttl ~= -2 then
+    heldFor = math.max(heldFor, pttl, 0)
+  end
+  local line, leases = KEYS[n + i], KEYS[2 * n + i]
+  if redis.call('EXISTS', line) == 1 then
+    pruneLine(line, leases)
+    -- A writer ahead of us: one in line before our own place, or anywhere in line when we have
+    -- no place (we arrived after everyone in it, as far as this member knows).
+    for _, other in ipairs(redis.call('ZRANGE', line, 0, -1)) do
+      if other == waiter then
+        break
+      end
+      if not isShared(other) then
+        ahead = true
+        break
+      end
+    end
+  end
+end
+
+if heldFor == -1 and not forever and not ahead then
+  local expires = now() + ttl
+  for i = 1, n do
+    local readers = KEYS[3 * n + i]
+    redis.call('ZREMRANGEBYSCORE', readers, '-inf', now())
+    redis.call('ZADD', readers, expires, value)
+    -- The key lives as long as its latest reader.
+    if redis.call('PTTL', readers) < ttl then
+      redis.call('PEXPIRE', readers, ttl)
+    end
+  end
+  if not epochId then
+    return 1
+  end
+  if epochId == settled and not fencing then
+    return 1
+  end
+  local left = quarantineLeft(epoch, since, quarantine)
+  local status = 1
+  if left > 0 then
+    status = 3
+  end
+  if not fencing then
+    return {status, left, 0, 0, epochId}
+  end
+  local highest, trusted = fenceReading(epoch, n)
+  return {status, left, highest, trusted, epochId}
+end
+
+local place = -1
+if lease > 0 then
+  for i = 1, n do
+    local line, leases = KEYS[n + i], KEYS[2 * n + i]
+    redis.call('ZADD', line, ticket, waiter)
+    redis.call('ZADD', leases, now() + lease, waiter)
+    if redis.call('PTTL', line) < lease then
+      redis.call('PEXPIRE', line, lease)
+      redis.call('PEXPIRE', leases, lease)
+    end
+    place = math.max(place, redis.call('ZRANK', line, waiter))
+  end
+end
+local refused, settledLeft = epochId or '', -1
+if epochId and quarantine > 0 and fencing then
+  settledLeft = quarantineLeft(epoch, since, quarantine)
+end
+if forever then
+  return {0, -2, place, refused, settledLeft}
+end
+if heldFor == -1 then
+  return {2, -1, place, refused, settledLeft}
+end
+return {0, heldFor, place, refused, settledLeft}

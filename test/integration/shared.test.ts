@@ -1,0 +1,223 @@
+/**
+ * Shared (read) locks on real masters: many readers at once, never a reader beside a writer, no
+ * writer starvation, fencing tokens ordered across both kinds, the quarantine, and the rollback.
+ */
+import { performance } from 'node:perf_hooks';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LockAcquireError, Redlock, type Lock } from '../../src/index.js';
+import { resourceKeys } from '../../src/store/keys.js';
+import { startTestMasters, type TestMasters } from './masters.js';
+import { errorOf, eventually, fresh, sleep } from './util.js';
+
+let servers: TestMasters;
+
+beforeAll(async () => {
+  servers = await startTestMasters(5);
+});
+afterEach(async () => {
+  await servers.heal();
+});
+afterAll(() => servers?.close());
+
+/** The readers ZSET of `resource` (keys.ts: the 4th key of a resource) on every master. */
+const readersKeyOf = (resource: string) => resourceKeys([resource])[3]!;
+const readerCounts = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(readersKeyOf(resource))));
+/** Waits until every master shows `expected` reader entries (a round settles at a quorum; the rest arrive after). */
+const expectReaders = (resource: string, expected: number) =>
+  eventually(async () => expect(await readerCounts(resource)).toEqual([expected, expected, expected, expected, expected]));
+
+/** An interval during which a holder's lock was guaranteed, on one performance.now() clock. */
+interface Held {
+  shared: boolean;
+  from: number;
+  to: number;
+  who: string;
+}
+
+/** Pairs of intervals that must not overlap: a writer's with anyone's. */
+function violations(intervals: readonly Held[]): [Held, Held][] {
+  const found: [Held, Held][] = [];
+  for (let i = 0; i < intervals.length; i++)
+    for (let j = i + 1; j < intervals.length; j++) {
+      const a = intervals[i]!;
+      const b = intervals[j]!;
+      if ((a.shared && b.shared) || a.to <= b.from || b.to <= a.from) continue;
+      found.push([a, b]);
+    }
+  return found;
+}
+
+/** Holds `lock` for `ms`, and records the interval it was guaranteed in (ends before release is sent). */
+async function hold(lock: Lock, ms: number, who: string, into: Held[]): Promise<void> {
+  const from = performance.now();
+  const until = from + lock.remainingMs();
+  await sleep(ms);
+  into.push({ shared: lock.shared, from, to: Math.min(performance.now(), until), who });
+  await lock.release();
+}
+
+describe('shared locks', () => {
+  it('several readers hold at once; a writer is refused while they hold, with the votes saying why', async () => {
+    const resource = fresh('shared-many');
+    const readers = [0, 1, 2].map(() => new Redlock(servers.connect(), { retryCount: 0 }));
+    const locks = await Promise.all(readers.map((r) => r.acquire(resource, 10_000, { shared: true })));
+    expect(locks.map((lock) => lock.shared)).toEqual([true, true, true]);
+    expect(locks.every((lock) => lock.remainingMs() > 0)).toBe(true);
+    await expectReaders(resource, 3);
+
+    const writer = new Redlock(servers.connect(), { retryCount: 0 });
+    expect(await writer.tryAcquire(resource, 10_000)).toBeNull();
+    const refused = await errorOf(writer.acquire(resource, 10_000));
+    expect(refused.outcome).toBe('taken');
+    // Each member says the readers' entries live on for most of their ttl.
+    for (const vote of refused.attempts[0]!.votes.filter((v) => v.vote !== 'pending')) {
+      expect(vote.vote).toBe('taken');
+      expect(vote.heldForMs).toBeGreaterThan(5_000);
+    }
+
+    // Release is owner-only: one reader leaving takes only its own entry.
+    await locks[0]!.release();
+    await expectReaders(resource, 2);
+    expect(await writer.tryAcquire(resource, 10_000)).toBeNull();
+    await Promise.all(locks.slice(1).map((lock) => lock.release()));
+    const w = await writer.acquire(resource, 10_000);
+    expect(w.shared).toBe(false);
+    // Now the writer keeps readers out.
+    expect(await readers[0]!.tryAcquire(resource, 10_000, { shared: true })).toBeNull();
+    await w.release();
+    expect(await readers[0]!.tryAcquire(resource, 10_000, { shared: true })).not.toBeNull();
+  });
+
+  it('extend renews only its own entry, and an expired reader cannot be extended back', async () => {
+    const resource = fresh('shared-extend');
+    const redlock = new Redlock(servers.clients, { retryCount: 0 });
+    const short = await redlock.acquire(resource, 300, { shared: true });
+    const long = await redlock.acquire(resource, 10_000, { shared: true });
+    const before = await servers.clients[0]!.zscore(readersKeyOf(resource), long.value);
+    await long.extend(20_000);
+    const after = await servers.clients[0]!.zscore(readersKeyOf(resource), long.value);
+    expect(Number(after) - Number(before)).toBeGreaterThan(5_000);
+    await sleep(600);
+    await expect(short.extend(10_000)).rejects.toThrow();
+    expect(long.remainingMs()).toBeGreaterThan(10_000);
+    await long.release();
+    // Its entry is gone everywhere; the expired one is dead (a writer is let in) until pruned.
+    expect(await Promise.all(servers.clients.map((c) => c.zscore(readersKeyOf(resource), long.value)))).toEqual([null, null, null, null, null]);
+    const writer = await redlock.acquire(resource, 1_000);
+    await writer.release();
+    await expectReaders(resource, 0);
+  });
+
+  it('never lets a writer overlap anyone, with many readers and writers contending (one performance.now() clock)', async () => {
+    const resource = fresh('shared-exclusion');
+    const intervals: Held[] = [];
+    const stopAt = performance.now() + 4_000;
+    const worker = async (index: number) => {
+      const shared = index % 3 !== 0; // 8 readers, 4 writers
+      const redlock = new Redlock(servers.connect(), { retryCount: 200, retryDelay: 20, retryJitter: 10 });
+      while (performance.now() < stopAt) {
+        const lock = await redlock.acquire(resource, 2_000, { shared, waitTimeout: 20_000 });
+        await hold(lock, 5 + (index % 4) * 5, `${shared ? 'reader' : 'writer'} ${index}`, intervals);
+      }
+    };
+    await Promise.all(Array.from({ length: 12 }, (_, index) => worker(index)));
+    expect(violations(intervals)).toEqual([]);
+    expect(intervals.filter((held) => !held.shared).length).toBeGreaterThan(0);
+    // Readers did share: some reader intervals overlap.
+    const readers = intervals.filter((held) => held.shared);
+    const overlapping = readers.some((a, i) => readers.some((b, j) => i !== j && a.from < b.to && b.from < a.to));
+    expect(overlapping).toBe(true);
+  });
+
+  it('does not starve a writer under a continuous stream of readers; readers that came after it wait', async () => {
+    const resource = fresh('shared-starve');
+    const intervals: Held[] = [];
+    let stop = false;
+    const readerStarts: { at: number; lock?: { from: number } }[] = [];
+    const reader = async (index: number) => {
+      const redlock = new Redlock(servers.connect(), { retryCount: 1_000, retryDelay: 50, retryJitter: 20 });
+      await sleep(index * 40); // staggered, so that the resource is never free of readers
+      while (!stop) {
+        const start: { at: number; lock?: { from: number } } = { at: performance.now() };
+        readerStarts.push(start);
+        const lock = await redlock.acquire(resource, 5_000, { shared: true, waitTimeout: 30_000 });
+        start.lock = { from: performance.now() };
+        await hold(lock, 150, `reader ${index}`, intervals);
+      }
+    };
+    const readers = Array.from({ length: 5 }, (_, index) => reader(index));
+    await sleep(800);
+    // The resource is read-held without a gap by now; a writer arrives.
+    const writerRedlock = new Redlock(servers.connect(), { retryCount: 1_000, retryDelay: 50, retryJitter: 20 });
+    const arrived = performance.now();
+    const writer = await writerRedlock.acquire(resource, 5_000, { waitTimeout: 30_000 });
+    const writerFrom = performance.now();
+    await hold(writer, 100, 'writer', intervals);
+    stop = true;
+    await Promise.all(readers);
+    expect(violations(intervals)).toEqual([]);
+    // Readers that started their acquire well after the writer had joined the line (its second
+    // attempt, at most a round and a subscription after it arrived) got in only after it.
+    const later = readerStarts.filter((start) => start.at > arrived + 300 && start.at < writerFrom);
+    expect(later.length).toBeGreaterThan(0);
+    for (const start of later) expect(start.lock!.from).toBeGreaterThan(writerFrom);
+    // Bounded: the writer waited for the readers ahead of it, not for the stream (each holds 150 ms).
+    expect(writerFrom - arrived).toBeLessThan(10_000);
+  });
+
+  it('orders fencing tokens across readers and writers (one counter per resource)', async () => {
+    const resource = fresh('shared-fence');
+    const redlock = new Redlock(servers.clients, { retryCount: 0 });
+    const w1 = await redlock.acquire(resource, 10_000, { fencing: true });
+    await w1.release();
+    const [r1, r2] = await Promise.all([
+      redlock.acquire(resource, 10_000, { shared: true, fencing: true }),
+      new Redlock(servers.connect(), { retryCount: 5 }).acquire(resource, 10_000, { shared: true, fencing: true }),
+    ]);
+    expect(r1.fence).toBeGreaterThan(w1.fence!);
+    expect(r2.fence).toBeGreaterThan(w1.fence!);
+    expect(r1.fence).not.toBe(r2.fence);
+    await Promise.all([r1.release(), r2.release()]);
+    const w2 = await redlock.acquire(resource, 10_000, { fencing: true });
+    expect(w2.fence).toBeGreaterThan(Math.max(r1.fence!, r2.fence!));
+    await w2.release();
+  });
+
+  it('rolls back on every member when a shared acquire fails, and names each vote', async () => {
+    const resource = fresh('shared-rollback');
+    // Another owner's lock key on three of five members: a reader can win only two.
+    await Promise.all(servers.clients.slice(0, 3).map((c) => c.set(resource, 'someone-else', 'PX', 10_000)));
+    const error = await errorOf(new Redlock(servers.clients, { retryCount: 0 }).acquire(resource, 10_000, { shared: true }));
+    expect(error.outcome).toBe('taken');
+    // Members 3 and 4 let it in ('pending' when the round was decided before their answer).
+    const votes = error.attempts[0]!.votes.map((vote) => vote.vote);
+    expect(votes.slice(0, 3)).toEqual(['taken', 'taken', 'taken']);
+    for (const vote of votes.slice(3)) expect(['locked', 'pending']).toContain(vote);
+    // The two entries it did set are gone again (these reads share the connections the attempt
+    // and its rollback went on, so they run after both), and the other owner's keys are untouched.
+    await expectReaders(resource, 0);
+    expect(await servers.valuesOf(resource)).toEqual(['someone-else', 'someone-else', 'someone-else', null, null]);
+    await Promise.all(servers.clients.map((c) => c.del(resource)));
+  });
+
+  it('counts no member restarted empty within the quarantine (a reader it forgot may still hold)', async () => {
+    const resource = fresh('shared-quarantine');
+    const reader = await new Redlock(servers.clients, { retryCount: 0, maxLockTtl: 5_000 }).acquire(resource, 5_000, { shared: true });
+    for (const index of [0, 1, 2]) {
+      await servers.masters[index]!.kill();
+      await servers.masters[index]!.restart();
+    }
+    const clients = servers.connect();
+    await Promise.all(clients.map((c) => c.ping()));
+    // The three restarted members forgot the reader; without the quarantine a writer would win there.
+    const error = await errorOf(new Redlock(clients, { retryCount: 0, maxLockTtl: 5_000 }).acquire(resource, 5_000));
+    expect(error).toBeInstanceOf(LockAcquireError);
+    // The round settles once a quorum is out of reach: members not heard by then are 'pending'.
+    const votes = error.attempts[0]!.votes.map((vote) => vote.vote);
+    expect(votes).not.toContain('locked');
+    for (const vote of votes.slice(0, 3)) expect(['quarantined', 'pending']).toContain(vote);
+    for (const vote of votes.slice(3)) expect(['taken', 'pending']).toContain(vote);
+    expect(votes.filter((vote) => vote === 'quarantined').length).toBeGreaterThan(0);
+    expect(reader.remainingMs()).toBeGreaterThan(0);
+  });
+});
