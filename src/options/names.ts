@@ -90,11 +90,12 @@ const semaphoreHints = {
   ...perCallHints,
   limit: "is redis-semaphore's: quorumlock's is permits, an option of redlock.semaphore(name, { permits })",
   reentrant: 'does not apply: a semaphore permit is never re-entered; acquire another permit instead',
+  shared: 'does not apply: a semaphore permit has one holder (a shared permit would let any number in); raise permits instead',
 };
 
 export const semaphoreOptionNames = names('redlock.semaphore()', ['permits'], semaphoreHints);
 
-const semaphoreAcquireNames = acquireNames.filter((name: string) => name !== 'reentrant');
+const semaphoreAcquireNames = acquireNames.filter((name: string) => name !== 'reentrant' && name !== 'shared');
 const fixedPermits = 'is an option of redlock.semaphore(name, { permits }), fixed per semaphore';
 
 export const semaphoreAcquireOptionNames = names('semaphore.acquire()', semaphoreAcquireNames, { ...semaphoreHints, permits: fixedPermits });
