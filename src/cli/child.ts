@@ -3,11 +3,12 @@
  *
  * run extends the lock when its remaining validity falls to the extension threshold (2/3 ttl:
  * every third of the ttl), so while all is well the validity stays above about that. The stop
- * window is min(--grace, 3/4 of the threshold), i.e. min(--grace, ttl/2): only when extensions
- * keep failing does the validity fall into it. Then the command gets SIGTERM, and SIGKILL lands just before
- * the deadline, when another owner may take the lock. A lock lost outright (its signal aborts)
- * gets SIGTERM at once and SIGKILL after --grace capped by whatever validity is left (at once
- * when none is).
+ * window (stopWindowMs) lies below what a successful extension or one retry of a failed one
+ * leaves: only when extensions keep failing does the validity fall into it. Then the command gets
+ * SIGTERM, and SIGKILL lands just before the deadline, when another owner may take the lock (or
+ * --grace after the SIGTERM, if an extension succeeded meanwhile). A lock lost outright (its
+ * signal aborts: the validity is over, or a quorum said the keys are gone or taken) guarantees
+ * nothing more: SIGTERM and SIGKILL at once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
@@ -36,6 +37,7 @@ export interface ChildOptions {
   grace: number;
   /** The validity at which run extends the lock (extensionThreshold). */
   thresholdMs: number;
+  nodeTimeout: number;
 }
 
 /** Why the command is being stopped: 'failing' (extensions fail, the deadline is near) or 'lost' (the lock's signal aborted). */
@@ -49,8 +51,16 @@ export interface Stopping {
   killAfterMs: number;
 }
 
-/** min(grace, 3/4 threshold), ttl/2 for the usual threshold: never reached while extensions succeed. */
-export const stopWindowMs = (thresholdMs: number, grace: number) => Math.min(grace, Math.floor((thresholdMs * 3) / 4));
+/**
+ * The stop window: how much validity may be left when a failing lock makes run stop the command.
+ * min(--grace, threshold/2 − 2 × nodeTimeout): an extension that fails at the threshold is retried
+ * when 3/4 of what was left remains (keep-extended.ts), and that retry's round (≤ nodeTimeout)
+ * must end before the window is reached, as must every extension that succeeds (one round from the
+ * threshold). 0 when the ttl leaves no such room: then SIGTERM and SIGKILL go together, just
+ * before the deadline.
+ */
+export const stopWindowMs = (thresholdMs: number, grace: number, nodeTimeout: number) =>
+  Math.max(0, Math.min(grace, Math.floor(thresholdMs / 2 - 2 * nodeTimeout)));
 
 /**
  * Extend when 2/3 of the ttl is left (every third of it), leaving the stop window room for a few
@@ -79,39 +89,49 @@ export function spawnChild(options: ChildOptions, lock: Lock, onStop: (stop: Sto
   const child = spawn(options.command, options.args, { stdio: 'inherit', env });
   const running = () => child.exitCode === null && child.signalCode === null;
   let stopping: Stopping | undefined;
+  let termAt = 0;
   let killTimer: NodeJS.Timeout | undefined;
   let killAt = Infinity;
   let checkTimer: NodeJS.Timeout | undefined;
 
-  /** SIGTERM once; SIGKILL after `killAfterMs`, or sooner if already due sooner. */
-  const stop = (why: Stopping['why'], killAfterMs: number, reason?: unknown) => {
-    const first = stopping === undefined;
-    if (first) {
-      stopping = { why, leftMs: lock.remainingMs(), killAfterMs, ...(reason === undefined ? {} : { reason }) };
+  /**
+   * SIGKILL at min(SIGTERM + grace, the deadline − margin), re-armed as the deadline moves: an
+   * extension that succeeds after the SIGTERM gives the command its grace back (the lock still
+   * protects it); a loss, or a deadline moved earlier, brings the SIGKILL forward.
+   */
+  const armKill = () => {
+    const now = performance.now();
+    const at = Math.min(termAt + options.grace, now + Math.max(0, lock.remainingMs() - KILL_MARGIN_MS));
+    if (at === killAt) return;
+    killAt = at;
+    clearTimeout(killTimer);
+    killTimer = setTimeout(() => running() && child.kill('SIGKILL'), Math.max(0, at - now));
+  };
+
+  /** SIGTERM once, then the SIGKILL armed. */
+  const stop = (why: Stopping['why'], reason?: unknown) => {
+    if (stopping === undefined) {
+      termAt = performance.now();
+      const leftMs = lock.remainingMs();
+      stopping = { why, leftMs, killAfterMs: Math.min(options.grace, Math.max(0, leftMs - KILL_MARGIN_MS)), ...(reason === undefined ? {} : { reason }) };
       onStop(stopping);
       if (running()) child.kill('SIGTERM');
     }
-    const at = performance.now() + killAfterMs;
-    if (at >= killAt) return;
-    killAt = at;
-    clearTimeout(killTimer);
-    killTimer = setTimeout(() => running() && child.kill('SIGKILL'), killAfterMs);
+    armKill();
   };
 
-  const windowMs = stopWindowMs(options.thresholdMs, options.grace);
+  const windowMs = stopWindowMs(options.thresholdMs, options.grace, options.nodeTimeout);
   // Re-checked at least every ttl/10: a failed extension may also have moved the deadline earlier.
   const checkEveryMs = Math.max(5, Math.floor(options.ttl / 10));
   const check = () => {
-    if (lock.signal.aborted) return;
     const left = lock.remainingMs();
-    if (left <= windowMs) return stop('failing', Math.max(0, left - KILL_MARGIN_MS));
-    checkTimer = setTimeout(check, Math.max(5, Math.min(left - windowMs, checkEveryMs)));
+    if (stopping) armKill();
+    else if (left - KILL_MARGIN_MS <= windowMs) stop('failing');
+    checkTimer = setTimeout(check, stopping ? checkEveryMs : Math.max(5, Math.min(left - KILL_MARGIN_MS - windowMs, checkEveryMs)));
   };
-  const onAbort = () => {
-    clearTimeout(checkTimer);
-    stop('lost', Math.min(options.grace, Math.max(0, lock.remainingMs() - KILL_MARGIN_MS)), lock.signal.reason);
-  };
-  if (windowMs > 0) check();
+  // A lost lock guarantees nothing more (remainingMs() is 0): SIGTERM, and SIGKILL at once.
+  const onAbort = () => stop('lost', lock.signal.reason);
+  check();
   if (lock.signal.aborted) onAbort();
   else lock.signal.addEventListener('abort', onAbort, { once: true });
 

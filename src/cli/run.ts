@@ -146,7 +146,7 @@ export async function run(options: RunOptions): Promise<number> {
     say('acquired', undefined, { elapsedMs: Math.round(performance.now() - started), ...(lock.fence === undefined ? {} : { fence: lock.fence }) });
     const stopExtending = keepExtended(lock, options.ttl, threshold, redlock.settings.clock);
     try {
-      return await holding({ ...options, thresholdMs: threshold }, lock, redlock, say, votes.extend, (child) => (running = child));
+      return await holding({ ...options, thresholdMs: threshold }, lock, redlock, say, votes.extend, (child) => (running = child), stopExtending);
     } finally {
       stopExtending();
     }
@@ -176,6 +176,7 @@ async function holding(
   say: Say,
   extendVotes: () => MemberVote<string>[],
   onSpawn: (child: RunningChild) => void,
+  stopExtending: () => void,
 ): Promise<number> {
   const acquiredAt = performance.now();
   const onStop = (stop: Stopping) => say('lost', stopText(options, stop, extendVotes()), stopData(stop));
@@ -187,6 +188,10 @@ async function holding(
   } catch (error) {
     await lock.release();
     throw error;
+  } finally {
+    // Before --at-least's own extension: a watchdog extension queued after it would set the
+    // keys' expiry back to the ttl (extensions run in call order).
+    stopExtending();
   }
   const stopped = child.stopping();
   if (stopped || lock.signal.aborted) {

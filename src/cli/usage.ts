@@ -48,9 +48,10 @@ inherited while extending the lock (every third of the ttl), releases it when th
   are forwarded to it. On a terminal, a status line shows while waiting, and why (held by another
   owner, members quarantined, members unreachable).
   Stopping by the deadline: the lock is extended every ttl/3. If extensions keep failing and the
-  validity left falls to min(--grace, ttl/2), the command gets SIGTERM, and SIGKILL just before
-  the lock's deadline. If the lock is lost outright, SIGTERM at once and SIGKILL after --grace or
-  the validity left, whichever is shorter (at once when none is left). Either way run exits 75.
+  validity left falls to the stop window, min(--grace, ttl/3 − 2 × --node-timeout), the command
+  gets SIGTERM, and SIGKILL just before the lock's deadline (or --grace after the SIGTERM, should
+  an extension succeed meanwhile). If the lock is lost outright, SIGTERM and SIGKILL at once: it
+  guarantees nothing more. Either way run exits 75.
 
 status <resource>: per member: reachable, role, PING latency, held or free, remaining PTTL, the
   owner's fingerprint (first 8 hex chars of sha256 of the lock value; never the value), and the

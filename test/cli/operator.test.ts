@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describeError, memberStates, waitReason } from '../../src/cli/member-state.js';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
+import { sleep } from '../integration/util.js';
 import { cli, cliOnTerminal, closedPort, events, killRunning, nodeCommand, hold, runCli } from './spawn.js';
 
 let t: TestMasters;
@@ -166,6 +167,20 @@ describe('run: cron', () => {
     expect(after.stdout).toContain('ran');
   });
 
+  it('--skip-if-locked is no skip during an outage: one member holding a stale key, the others down, exits 69 and says so', async () => {
+    await t.clients[0]!.set('outage-skip', 'a stale key of another owner', 'PX', 30_000);
+    await Promise.all(t.masters.slice(1).map((master) => master.kill()));
+    try {
+      const { code, stderr } = await runCli(members, 'outage-skip', '2s', 'console.log("ran")', ['--skip-if-locked']).done;
+      expect(code).toBe(69);
+      expect(stderr).toMatch(/connection refused/);
+      expect(stderr).not.toMatch(/held by another owner\. To wait/);
+    } finally {
+      await t.heal();
+      await t.clients[0]!.del('outage-skip');
+    }
+  });
+
   it("says whose exit code it is: source in --json, and a note when the command's own code is one of quorumlock's", async () => {
     const json = await cli(['run', '--members', members, '--resource', 'own-73', '--ttl', '2s', '--json', ...nodeCommand('process.exit(73)')]).done;
     expect(json.code).toBe(73);
@@ -198,6 +213,41 @@ describe('run: stopping the command by the lock deadline', () => {
     expect(stdout).toContain('ignoring SIGTERM');
     expect(stderr).toMatch(/the lock on "deadline" could not be extended .* SIGTERM now, SIGKILL in \d+ ms, by the lock's deadline/);
     expect(stoppedAfterMs).toBeLessThan(5000);
+  });
+
+  it('with --grace 0 too: SIGKILLed by the deadline, not when the expiry timer fires after it', async () => {
+    const holder = runCli(
+      members,
+      'deadline-no-grace',
+      '1500ms',
+      'process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 30000)',
+      ['--grace', '0', '--json'],
+    );
+    await holder.waitFor('holding');
+    await Promise.all(t.masters.map((master) => master.pause()));
+    const { code, stderr } = await holder.done;
+    expect(code).toBe(75);
+    // Stopped while validity was left (the stop window is 0: SIGTERM and SIGKILL together, just
+    // before the deadline), not by the loss at the deadline.
+    const lost = events(stderr).find((event) => event.event === 'lost');
+    expect(lost).toMatchObject({ why: 'failing' });
+    expect(lost!.leftMs).toBeGreaterThan(0);
+  });
+
+  it('one failed extension, then a successful retry: the command is not stopped', async () => {
+    // ttl 3 s: extended when 2 s are left (1 s in); the stop window is 900 ms. Two of three members
+    // paused across the first extension: it fails, and its retry (when 3/4 of the validity is left)
+    // finds them back.
+    const holder = runCli(members, 'one-failure', '3s', 'console.log("holding"); setTimeout(() => console.log("done"), 3500)', ['--json']);
+    await holder.waitFor('holding');
+    await sleep(800);
+    await Promise.all(t.masters.slice(0, 2).map((master) => master.pause()));
+    await sleep(500);
+    await t.resumeAll();
+    const { code, stdout, stderr } = await holder.done;
+    expect(stdout).toContain('done');
+    expect(code).toBe(0);
+    expect(events(stderr).some((event) => event.event === 'lost')).toBe(false);
   });
 
   it('a lock lost outright: SIGKILL after at most the validity left, not the 10 s --grace', async () => {

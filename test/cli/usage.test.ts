@@ -139,7 +139,7 @@ describe('usage errors exit 64 and name the flag', () => {
       '--at-least',
       '--version',
       'source',
-      'min(--grace, ttl/2)',
+      'min(--grace, ttl/3 − 2 × --node-timeout)',
     ])
       expect(stdout).toContain(text);
   });

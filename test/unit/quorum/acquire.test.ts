@@ -159,10 +159,15 @@ describe('attemptLock: losing, and why', () => {
     for (const member of members) expect(releasedAfterAcquire(member, valueSent(members))).toBe(true);
   });
 
-  it('failureOutcome: taken or queued first, then quarantined, else unavailable; a won round is expired', () => {
+  it('failureOutcome: taken only when the refusals alone rule out a quorum, then quarantined, else unavailable; a won round is expired', () => {
     const votes = (...answers: MemberVote['vote'][]): MemberVote[] => answers.map((vote, i) => ({ member: `m${i}`, vote, ms: 0 }));
-    expect(failureOutcome(false, votes('queued', 'quarantined', 'timeout'))).toBe('taken');
-    expect(failureOutcome(false, votes('taken', 'error', 'error'))).toBe('taken');
+    expect(failureOutcome(false, votes('queued', 'taken', 'timeout'))).toBe('taken');
+    expect(failureOutcome(false, votes('taken', 'taken', 'locked', 'error', 'locked'))).toBe('unavailable');
+    expect(failureOutcome(false, votes('taken', 'taken', 'taken', 'error', 'locked'))).toBe('taken');
+    // One member holding another's key (a stale key, an attempt in progress) while the others are
+    // down is an outage, not "held by another": tryAcquire must not return null for it.
+    expect(failureOutcome(false, votes('taken', 'error', 'error'))).toBe('unavailable');
+    expect(failureOutcome(false, votes('queued', 'quarantined', 'timeout'))).toBe('quarantined');
     expect(failureOutcome(false, votes('quarantined', 'timeout', 'locked'))).toBe('quarantined');
     expect(failureOutcome(false, votes('timeout', 'error', 'pending'))).toBe('unavailable');
     expect(failureOutcome(true, votes('locked', 'locked', 'taken'))).toBe('expired');
