@@ -104,7 +104,7 @@ export class Lock implements AsyncDisposable {
   /**
    * Milliseconds for which the lock is still guaranteed: ttl − drift from the start of the last
    * successful acquire or extend round, less the time since, on the monotonic clock (earlier, if
-   * a failed extend with a shorter ttl may have shortened the keys). 0 once expired or released.
+   * a failed extend with a shorter ttl may have shortened the keys). 0 once expired, lost or released.
    */
   remainingMs(): number {
     // Lost: a quorum said the keys are gone or taken, or the validity ran out. Whatever our keys
