@@ -1,6 +1,6 @@
 /** The checker's analysis on synthetic holdings: what counts as a violation and what does not. */
 import { describe, expect, it } from 'vitest';
-import { acquiredWithin, fenceViolations, intervalOf, overlaps, quantile } from './checker.js';
+import { acquiredWithin, fenceViolations, intervalOf, overlaps, permitViolations, quantile } from './checker.js';
 
 const span = (client: number, start: number, end: number) => ({ client, start, end });
 
@@ -94,4 +94,24 @@ it('quantile picks from the sorted samples', () => {
   expect(quantile(samples, 0.5)).toBe(51);
   expect(quantile(samples, 0.99)).toBe(100);
   expect(quantile([], 0.99)).toBeNaN();
+});
+
+describe('permitViolations', () => {
+  it('reports the instant more than `permits` holdings overlap, once per stretch, with its height', () => {
+    const intervals = [span(0, 0, 10), span(1, 2, 12), span(2, 5, 8), span(3, 6, 7), span(4, 20, 30)];
+    expect(permitViolations(intervals, 2)).toEqual({ maxOverlap: 4, violations: [{ at: 5, holders: 4 }] });
+    expect(permitViolations(intervals, 4)).toEqual({ maxOverlap: 4, violations: [] });
+  });
+
+  it('does not count holdings that only touch, nor empty ones', () => {
+    expect(permitViolations([span(0, 0, 10), span(1, 10, 20), span(2, 5, 5)], 1)).toEqual({ maxOverlap: 1, violations: [] });
+  });
+
+  it('reports separate stretches separately', () => {
+    const intervals = [span(0, 0, 4), span(1, 1, 3), span(2, 10, 14), span(3, 11, 13)];
+    expect(permitViolations(intervals, 1).violations).toEqual([
+      { at: 1, holders: 2 },
+      { at: 11, holders: 2 },
+    ]);
+  });
 });

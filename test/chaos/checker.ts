@@ -20,6 +20,8 @@ export interface Holding {
   fence?: number;
   /** Members that voted 'locked' (host:port/db): what a fault can aim at. */
   lockedMembers: string[];
+  /** Which permit, when a semaphore's permit is held. */
+  permit?: number;
 }
 
 export interface Interval {
@@ -99,6 +101,11 @@ export interface ContendOptions {
   hold: readonly [number, number];
   acquire: AcquireOptions;
   signal: AbortSignal;
+  /**
+   * How a client takes what it holds; default redlock.acquire(resource, ttl, options). A
+   * semaphore scenario passes one that acquires a permit (the Lock's `permit` is then recorded).
+   */
+  take?: (redlock: Redlock, client: number, options: AcquireOptions) => Promise<Lock>;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -119,7 +126,8 @@ export function contend(options: ContendOptions): { active: Set<Holding>; done: 
       const calledAt = performance.now();
       let lock: Lock;
       try {
-        lock = await redlock.acquire(options.resource, options.ttl, { ...options.acquire, signal });
+        const acquire = { ...options.acquire, signal };
+        lock = await (options.take ? options.take(redlock, id, acquire) : redlock.acquire(options.resource, options.ttl, acquire));
       } catch (error) {
         if (signal.aborted) return;
         if (!(error instanceof LockAcquireError)) throw error;
@@ -138,6 +146,8 @@ export function contend(options: ContendOptions): { active: Set<Holding>; done: 
         lockedMembers: lock.votes.filter((vote) => vote.vote === 'locked').map((vote) => vote.member),
       };
       if (lock.fence !== undefined) holding.fence = lock.fence;
+      const { permit } = lock as { permit?: number };
+      if (permit !== undefined) holding.permit = permit;
       recording.holdings.push(holding);
       recording.latenciesMs.push(acquiredAt - calledAt);
       active.add(holding);

@@ -1,0 +1,114 @@
+/**
+ * Semaphore chaos: 6 independent clients contend for a 2-permit semaphore on 5 masters while a
+ * fault driver restarts members empty under holders (the restart hazard, made to happen every
+ * cycle: faults.ts killRestart) or stops 2 of 5 with SIGSTOP again and again. The checker counts
+ * the guaranteed holdings (acquire's resolution .. min(acquire + remainingMs, release), on one
+ * performance.now() clock) overlapping at each instant: never more than the permits, and each
+ * permit alone never held twice. Without quarantine the same restart lets a third holder in,
+ * which shows the checker and the scenario can see the hazard.
+ */
+import Redis from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { Redlock } from '../../src/index.js';
+import { startMasters } from '../harness/index.js';
+import { contend, intervalOf, permitViolations, type Holding } from './checker.js';
+import { killRestart, minorityPause, type Fault } from './faults.js';
+import { TcpProxy } from './proxy.js';
+
+const CLIENTS = 6;
+const PERMITS = 2;
+const TTL = 1000;
+const SEMAPHORE = 'chaos-pool';
+
+/** As scenarios.ts: a member that is down or cut off simply does not vote (no offline queue, no re-send). */
+const clientOptions = { lazyConnect: true, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, retryStrategy: () => 20 } as const;
+
+interface Outcome {
+  holdings: Holding[];
+  faults: Record<string, number>;
+  maxOverlap: number;
+  violations: { at: number; holders: number }[];
+  /** Instants at which one permit had two guaranteed holders. */
+  permitDoubles: number;
+}
+
+async function run(fault: Fault, options: { seconds: number; quarantine: boolean; proxied: boolean; hold: [number, number] }): Promise<Outcome> {
+  const set = await startMasters(5);
+  const proxies: TcpProxy[] = [];
+  const connections: Redis[] = [];
+  try {
+    if (options.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
+    const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
+    const redlocks: Redlock[] = [];
+    for (let i = 0; i < CLIENTS; i++) {
+      const clients = addresses.map((address) => new Redis({ ...address, ...clientOptions }));
+      for (const client of clients) client.on('error', () => {});
+      await Promise.all(clients.map((client) => client.connect()));
+      connections.push(...clients);
+      redlocks.push(new Redlock(clients, { nodeTimeout: 50, maxLockTtl: 2 * TTL, quarantine: options.quarantine, retryDelay: 50, retryJitter: 25 }));
+    }
+    await redlocks[0]!.trustMembers();
+    const pools = redlocks.map((redlock) => redlock.semaphore(SEMAPHORE, { permits: PERMITS }));
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(), options.seconds * 1000);
+    const contenders = contend({
+      redlocks,
+      resource: SEMAPHORE,
+      ttl: TTL,
+      hold: options.hold,
+      acquire: { retryCount: Infinity, waitTimeout: 5_000 },
+      signal: stop.signal,
+      take: (_, client, acquire) => pools[client]!.acquire(TTL, acquire),
+    });
+    const injected = fault({
+      masters: set.masters,
+      proxies,
+      active: contenders.active,
+      memberIndex: (member) => addresses.findIndex(({ host, port }) => member === `${host}:${port}/0`),
+      ttl: TTL,
+      signal: stop.signal,
+    });
+    const [recorded, report] = await Promise.all([contenders.done, injected]).finally(() => {
+      clearTimeout(timer);
+      stop.abort();
+    });
+    const intervals = recorded.holdings.map((holding) => ({ ...intervalOf(holding), permit: holding.permit }));
+    const { maxOverlap, violations } = permitViolations(intervals, PERMITS);
+    let permitDoubles = 0;
+    for (let permit = 0; permit < PERMITS; permit++)
+      permitDoubles += permitViolations(
+        intervals.filter((interval) => interval.permit === permit),
+        1,
+      ).violations.length;
+    return { holdings: recorded.holdings, faults: report.counts, maxOverlap, violations, permitDoubles };
+  } finally {
+    for (const client of connections) client.disconnect();
+    await Promise.all(proxies.map((proxy) => proxy.close()));
+    await set.stop();
+  }
+}
+
+describe('semaphore chaos (short runs)', () => {
+  it('kill-restart: a member restarted empty under a bare-majority permit holder lets no third holder in', async () => {
+    const outcome = await run(killRestart, { seconds: 7, quarantine: true, proxied: true, hold: [0.5, 0.8] });
+    expect(outcome.faults.holderStillHolding).toBeGreaterThanOrEqual(1);
+    expect(outcome.holdings.length).toBeGreaterThanOrEqual(4);
+    expect({ violations: outcome.violations, permitDoubles: outcome.permitDoubles }).toEqual({ violations: [], permitDoubles: 0 });
+    expect(outcome.maxOverlap).toBeLessThanOrEqual(PERMITS);
+  }, 40_000);
+
+  it('minority-pause: 2 of 5 stopped and resumed again and again, never more than the permits', async () => {
+    const outcome = await run(minorityPause, { seconds: 5, quarantine: true, proxied: false, hold: [0.02, 0.2] });
+    expect(outcome.faults.pauses).toBeGreaterThanOrEqual(2);
+    expect(outcome.holdings.length).toBeGreaterThanOrEqual(10);
+    expect({ violations: outcome.violations, permitDoubles: outcome.permitDoubles }).toEqual({ violations: [], permitDoubles: 0 });
+    // Both permits were in use at once: the limit was reached, not just respected by serial use.
+    expect(outcome.maxOverlap).toBe(PERMITS);
+  }, 30_000);
+
+  it('kill-restart without quarantine: the restart hazard puts a second holder on a permit', async () => {
+    const outcome = await run(killRestart, { seconds: 7, quarantine: false, proxied: true, hold: [0.5, 0.8] });
+    expect(outcome.faults.holderStillHolding).toBeGreaterThanOrEqual(1);
+    expect(outcome.permitDoubles).toBeGreaterThan(0);
+  }, 40_000);
+});
