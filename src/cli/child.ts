@@ -38,7 +38,12 @@ export interface ChildOptions {
   /** The validity at which run extends the lock (extensionThreshold). */
   thresholdMs: number;
   nodeTimeout: number;
+  /** More environment for the command (elect: QUORUMLOCK_TERM). */
+  env?: Readonly<Record<string, string>>;
 }
+
+/** What spawnChild reads of the lock: a Lock, or a view of one (elect passes its leadership's). */
+export type ChildLock = Pick<Lock, 'fence' | 'remainingMs' | 'signal'>;
 
 /** Why the command is being stopped: 'failing' (extensions fail, the deadline is near) or 'lost' (the lock's signal aborted). */
 export interface Stopping {
@@ -82,8 +87,8 @@ export interface RunningChild {
   stopping(): Stopping | undefined;
 }
 
-export function spawnChild(options: ChildOptions, lock: Lock, onStop: (stop: Stopping) => void): RunningChild {
-  const env: NodeJS.ProcessEnv = { ...process.env, QUORUMLOCK_RESOURCE: options.resource };
+export function spawnChild(options: ChildOptions, lock: ChildLock, onStop: (stop: Stopping) => void): RunningChild {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, QUORUMLOCK_RESOURCE: options.resource };
   delete env.QUORUMLOCK_FENCE;
   if (lock.fence !== undefined) env.QUORUMLOCK_FENCE = String(lock.fence);
   const child = spawn(options.command, options.args, { stdio: 'inherit', env });
