@@ -207,12 +207,13 @@ export class Lock implements AsyncDisposable {
   async #extendOnce(ttl: number): Promise<this> {
     const { members, settings } = this.#context;
     if (this.#released) throw new LockExtendError(this.resources, 'released', [], 0);
+    // Once lost, always lost: the work under it was told to stop, and a later success would not
+    // undo that. Only a real loss gets here; a round that merely lacked answers is no loss.
+    // (Before the expiry check: a lost lock's remainingMs() is 0 too, and 'lost' says why.)
+    if (this.#lost) throw new LockExtendError(this.resources, 'lost', [], 0, this.#lost.lostBecause);
     // The doc's rule: re-acquire only within the validity time. Past it, another owner may
     // already hold the resource, and extending would hide that gap from the caller.
     if (this.remainingMs() <= 0) throw new LockExtendError(this.resources, 'expired', [], 0);
-    // Once lost, always lost: the work under it was told to stop, and a later success would not
-    // undo that. Only a real loss gets here; a round that merely lacked answers is no loss.
-    if (this.#lost) throw new LockExtendError(this.resources, 'lost', [], 0, this.#lost.lostBecause);
 
     const result = await extendOn(members, settings, this.resources, this.value, ttl, this.#deadline);
     const { round } = result;
