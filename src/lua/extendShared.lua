@@ -23,7 +23,8 @@ end
 local expires = now() + ttl
 for i = 1, n do
   local readers = KEYS[3 * n + i]
-  redis.call('ZADD', readers, 'XX', expires, value)
+  -- Every entry was just seen alive: a plain ZADD only moves its end.
+  redis.call('ZADD', readers, expires, value)
   if redis.call('PTTL', readers) < ttl then
     redis.call('PEXPIRE', readers, ttl)
   end

@@ -7,7 +7,7 @@
  *
  * Commands: GET, SET (EX, PX, NX, XX, KEEPTTL, GET), DEL, EXISTS, PTTL, TTL, PEXPIRE, EXPIRE,
  * HGET, HMGET, HSET, HDEL, HGETALL, ZADD (score member pairs), ZRANGE (by rank, WITHSCORES),
- * ZRANGEBYSCORE (inf and exclusive bounds, WITHSCORES), ZREM, ZRANK, ZSCORE, ZCARD, PUBLISH,
+ * ZRANGEBYSCORE (inf and exclusive bounds, WITHSCORES), ZREMRANGEBYSCORE, ZREM, ZRANK, ZSCORE, ZCARD, PUBLISH,
  * SUBSCRIBE, UNSUBSCRIBE, TIME, INFO (server, clients, memory, persistence, stats, replication,
  * cpu, cluster, keyspace; default/all/everything), ROLE, PING, ECHO, DBSIZE, FLUSHALL, SELECT 0,
  * CLIENT SETNAME/SETINFO, EVAL, EVALSHA (NOSCRIPT when the process has not seen the script),
@@ -549,6 +549,25 @@ export class FakeRedisServer {
           ([, score]) => (min.exclusive ? score > min.value : score >= min.value) && (max.exclusive ? score < max.value : score <= max.value),
         );
         return withScores(inside, extra.length > 0);
+      }
+      case 'ZREMRANGEBYSCORE': {
+        if (!arity(3, 3)) return wrongArgs();
+        const min = parseBound(rest[1]!);
+        const max = parseBound(rest[2]!);
+        if (!min || !max) return new ErrorReply('ERR min or max is not a float');
+        const entry = get(rest[0]!, 'zset');
+        if (entry instanceof ErrorReply) return entry;
+        if (!entry) return 0;
+        const zset = entry.value as Map<string, number>;
+        let removed = 0;
+        for (const [member, score] of [...zset]) {
+          if ((min.exclusive ? score > min.value : score >= min.value) && (max.exclusive ? score < max.value : score <= max.value)) {
+            zset.delete(member);
+            removed++;
+          }
+        }
+        if (zset.size === 0) data.delete(rest[0]!);
+        return removed;
       }
 
       case 'PUBLISH': {

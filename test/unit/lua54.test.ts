@@ -17,9 +17,19 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/clock.js';
-import { acquireLua, extendLua, fenceLua, guardLua, leaveLua, releaseLua, trustLua } from '../../src/lua/sources.js';
+import { acquireLua, acquireSharedLua, extendLua, extendSharedLua, fenceLua, guardLua, leaveLua, releaseLua, trustLua } from '../../src/lua/sources.js';
 import { EPOCH_KEY, resourceKeys, waiterChannel } from '../../src/store/keys.js';
-import { acquireArgs, extendArgs, fenceArgs, leaveArgs, releaseArgs, trustArgs, type AcquireRequest } from '../../src/store/protocol.js';
+import {
+  acquireArgs,
+  extendArgs,
+  fenceArgs,
+  leaveArgs,
+  releaseArgs,
+  SHARED_MARK,
+  sharedName,
+  trustArgs,
+  type AcquireRequest,
+} from '../../src/store/protocol.js';
 import { boundLua } from '../../src/store/scripts.js';
 import { ErrorReply, FakeRedisServer, StatusReply, type Reply } from '../model/fake-redis.js';
 
@@ -89,6 +99,9 @@ const KEYS_OF: Record<string, 'first' | 'all' | 'none'> = {
   ZREM: 'first',
   ZRANGE: 'first',
   ZRANGEBYSCORE: 'first',
+  ZREMRANGEBYSCORE: 'first',
+  ZCARD: 'first',
+  ZSCORE: 'first',
   ZRANK: 'first',
   HGET: 'first',
   HMGET: 'first',
@@ -271,6 +284,50 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('long'), 'lua54:s']);
   });
 
+  it('shared locks: acquireShared, extendShared, fence and release of a reader, and the writer they keep out, run clean', async () => {
+    // The mark the Lua spells is protocol.ts's.
+    for (const script of [acquireSharedLua, releaseLua, fenceLua]) expect(script).toContain(`'${SHARED_MARK}'`);
+    const shared = (id: string, overrides: Partial<AcquireRequest> = {}) =>
+      request(sharedName(id), { fencing: false, waiter: { id: sharedName(`w-${id}`), ticket: 10, leaseMs: 0 }, ...overrides });
+    const acquireShared = (resources: string[], req: AcquireRequest) =>
+      clean('acquireShared.lua', acquireSharedLua, [...resourceKeys(resources), EPOCH_KEY], acquireArgs(req, ''));
+    const [, , , readers] = resourceKeys(['lua54:r']);
+    // Two readers at once; then a writer is refused (taken, for as long as the later reader lives).
+    expect(((await acquireShared(['lua54:r'], shared('r1'))).reply as Value[])[0]).toBe(1);
+    clock.advance(100);
+    const second = await acquireShared(['lua54:r'], shared('r2', { fencing: true }));
+    expect(second.reply).toEqual([1, 0, expect.any(Number), expect.any(Number), expect.any(String)]);
+    const writer = await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'ww', ticket: 11, leaseMs: 5_000 } }));
+    expect(writer.reply).toEqual([0, 10_000, 0, expect.any(String), -1]);
+    // A reader arriving after the waiting writer is kept behind it (queued: free of writers, not of the line).
+    const late = await acquireShared(['lua54:r'], shared('r3', { waiter: { id: sharedName('w-r3'), ticket: 12, leaseMs: 5_000 } }));
+    expect(late.reply).toEqual([2, -1, 1, expect.any(String), -1]);
+    // extendShared: alive → extended; unknown → gone. A reader's propose checks its entry.
+    expect((await clean('extendShared.lua', extendSharedLua, resourceKeys(['lua54:r']), extendArgs(sharedName('r1'), 20_000))).reply).toBe(1);
+    expect((await clean('extendShared.lua', extendSharedLua, resourceKeys(['lua54:r']), extendArgs(sharedName('nobody'), 20_000))).reply).toBe(0);
+    const epochId = (second.reply as Value[])[4] as string;
+    const propose = await clean('fence.lua', fenceLua, ['lua54:r', readers!, EPOCH_KEY], fenceArgs(sharedName('r2'), 50, 'propose', epochId, undefined));
+    expect((propose.reply as Value[])[0]).toBe(1);
+    const stranger = await clean('fence.lua', fenceLua, ['lua54:r', readers!, EPOCH_KEY], fenceArgs(sharedName('nobody'), 60, 'propose', epochId, undefined));
+    expect((stranger.reply as Value[])[0]).toBe(0);
+    // Releases touch only their own entry; the last one wakes the writer at the head.
+    const first = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs(sharedName('r1')));
+    expect(first.reply).toBe(1);
+    expect(first.calls.some((call) => call[0] === 'PUBLISH')).toBe(false);
+    const last = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs(sharedName('r2')));
+    expect(last.reply).toBe(1);
+    expect(last.calls).toContainEqual(['PUBLISH', waiterChannel('ww'), 'lua54:r']);
+    // The writer enters; its release wakes the reader that waited behind it.
+    expect(((await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'ww', ticket: 11, leaseMs: 5_000 } }))).reply as Value[])[0]).toBe(1);
+    await clean('leave.lua', leaveLua, resourceKeys(['lua54:r']), leaveArgs('ww'));
+    const handover = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs('writer'));
+    expect(handover.calls).toContainEqual(['PUBLISH', waiterChannel(sharedName('w-r3')), 'lua54:r']);
+    // An expired reader no longer keeps a writer out.
+    expect(((await acquireShared(['lua54:r2'], shared('short', { ttlMs: 1_000 }))).reply as Value[])[0]).toBe(1);
+    clock.advance(1_001);
+    expect(((await acquire(['lua54:r2'], request('w2', { fencing: false }))).reply as Value[])[0]).toBe(1);
+  });
+
   it('a bound copy of acquire (binding.ts) runs too', async () => {
     const bound = boundLua(acquireLua, server.runId!, 'abc123');
     const run = await acquire(['lua54:bound'], request('owner-bound'), '', bound);
@@ -280,9 +337,11 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
 
   it('a malformed call is refused with an error reply, not a float or a crash', async () => {
     const run = await clean('acquire.lua', acquireLua, ['lua54:x', 'lua54:y'], acquireArgs(request('v'), ''));
-    expect(run.reply).toEqual({ err: expect.stringMatching(/expected 3 keys per resource/) });
+    expect(run.reply).toEqual({ err: expect.stringMatching(/expected 4 keys per resource/) });
     const release = await clean('release.lua', releaseLua, ['lua54:x', 'lua54:y'], releaseArgs('v'));
-    expect(release.reply).toEqual({ err: expect.stringMatching(/expected 3 keys per resource/) });
+    expect(release.reply).toEqual({ err: expect.stringMatching(/expected 4 keys per resource/) });
+    const shared = await clean('acquireShared.lua', acquireSharedLua, ['lua54:x', 'lua54:y'], acquireArgs(request(sharedName('v')), ''));
+    expect(shared.reply).toEqual({ err: expect.stringMatching(/expected 4 keys per resource/) });
   });
 
   it('without a run id in INFO (Dragonfly), the epoch is kept from call to call, and a new replication id starts a new one', async () => {

@@ -249,7 +249,7 @@ describe('resources (checkResources)', () => {
 
   // quorumlock's own keys (src/store/keys.ts, companionKey in src/store/slots.ts): the epoch hash has
   // no TTL, so a waiter on it would wait forever, and locking a line or lease key would overwrite it.
-  const reserved = ['not starting with "quorumlock:"', 'not ending in ":quorumlock:line" or ":quorumlock:leases"'];
+  const reserved = ['not starting with "quorumlock:"', 'not ending in ":quorumlock:line", ":quorumlock:leases" or ":quorumlock:readers"'];
   it.each<BadRow>([
     {
       label: 'the epoch hash',
@@ -283,6 +283,13 @@ describe('resources (checkResources)', () => {
     {
       label: "a line key borrowing its slot's tag",
       run: () => checkResources('{x1}:quorumlock:line:a}b'),
+      kind: RangeError,
+      parameter: 'resources[0]',
+      says: reserved,
+    },
+    {
+      label: 'a readers key (shared locks)',
+      run: () => checkResources('{orders}:quorumlock:readers'),
       kind: RangeError,
       parameter: 'resources[0]',
       says: reserved,
@@ -455,6 +462,7 @@ describe('per-call acquire options (checkAcquireOptions)', () => {
     { label: 'retryCount: 0.5', run: acquire({ retryCount: 0.5 }), kind: RangeError, parameter: 'retryCount', says: ['an integer >= 0 (or Infinity)'] },
     { label: 'retryDelay: -1', run: acquire({ retryDelay: -1 }), kind: RangeError, parameter: 'retryDelay', says: ['a number >= 0', 'got -1'] },
     { label: 'retryJitter: -5', run: acquire({ retryJitter: -5 }), kind: RangeError, parameter: 'retryJitter', says: ['a number >= 0', 'got -5'] },
+    { label: "shared: 'yes'", run: acquire({ shared: 'yes' }), kind: TypeError, parameter: 'shared', says: ['got "yes"'] },
   ])('$label', (row) => {
     expectRejected(row);
   });
@@ -462,13 +470,13 @@ describe('per-call acquire options (checkAcquireOptions)', () => {
   it('fills in the settings, and a default waitTimeout that covers every attempt', () => {
     const policy = checkAcquireOptions(undefined, defaultSettings);
     const cycle = defaults.nodeTimeout + Math.max(defaults.nodeTimeout, defaults.retryDelay + defaults.retryJitter);
-    expect(policy).toEqual({ retryCount: 10, retryDelay: 200, retryJitter: 100, waitTimeout: 11 * cycle, signal: undefined, fencing: false });
+    expect(policy).toEqual({ retryCount: 10, retryDelay: 200, retryJitter: 100, waitTimeout: 11 * cycle, signal: undefined, fencing: false, shared: false });
   });
 
   it('accepts per-call overrides, Infinity retries and waitTimeout, and a real AbortSignal', () => {
     const signal = new AbortController().signal;
     const policy = checkAcquireOptions({ retryCount: Infinity, retryDelay: 0, retryJitter: 0, waitTimeout: Infinity, signal }, defaultSettings);
-    expect(policy).toEqual({ retryCount: Infinity, retryDelay: 0, retryJitter: 0, waitTimeout: Infinity, signal, fencing: false });
+    expect(policy).toEqual({ retryCount: Infinity, retryDelay: 0, retryJitter: 0, waitTimeout: Infinity, signal, fencing: false, shared: false });
     expect(checkAcquireOptions({ retryCount: Infinity }, defaultSettings).waitTimeout).toBe(Infinity);
     expect(checkAcquireOptions({ waitTimeout: 0.5 }, defaultSettings).waitTimeout).toBe(0.5);
     expect(checkAcquireOptions({ signal: AbortSignal.abort() }, defaultSettings).signal?.aborted).toBe(true);
