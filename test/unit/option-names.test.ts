@@ -52,7 +52,7 @@ describe('new Redlock() options', () => {
   it('a name like no valid one gets the list and no guess', () => {
     const error = thrownBy(() => checkSettings({ colour: 'blue' } as RedlockOptions));
     expect(error.message).toBe(
-      'quorumlock: colour is not an option of new Redlock(); its options are driftFactor, retryCount, retryDelay, retryJitter, nodeTimeout, logger, clock, maxLockTtl, quarantine',
+      'quorumlock: colour is not an option of new Redlock(); its options are driftFactor, retryCount, retryDelay, retryJitter, nodeTimeout, logger, clock, maxLockTtl, quarantine, maxReentrancy',
     );
   });
 
