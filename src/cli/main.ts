@@ -11,6 +11,7 @@ import { EXIT, UsageError } from './errors.js';
 import { members as membersCommand, status as statusCommand, trust as trustCommand, type InspectOptions } from './inspect.js';
 import { parseMembers, readTls } from './members.js';
 import { run } from './run.js';
+import { electCommand } from './elect.js';
 import { USAGE } from './usage.js';
 import { defaults } from '../options/settings.js';
 
@@ -145,13 +146,15 @@ export async function main(argv: string[]): Promise<number> {
         return EXIT.ok;
       case 'run':
         return await runCommand(rest);
+      case 'elect':
+        return await electCommand(rest, () => (out(USAGE), EXIT.ok));
       case 'status':
       case 'members':
       case 'trust':
       case 'restore-fencing':
         return await inspectCommand(command, rest, out);
       default:
-        throw new UsageError(`unknown command "${command}": expected run, status, members, trust, restore-fencing or version (quorumlock --help)`);
+        throw new UsageError(`unknown command "${command}": expected run, elect, status, members, trust, restore-fencing or version (quorumlock --help)`);
     }
   } catch (error) {
     if (error instanceof UsageError) {

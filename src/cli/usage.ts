@@ -2,6 +2,7 @@ export const USAGE = `quorumlock: a Redlock lock across N independent Redis mast
 
 Usage:
   quorumlock run --resource <name> --ttl <duration> [options] -- <command> [args...]
+  quorumlock elect --name <election> --ttl <duration> [options] -- <command> [args...]
   quorumlock status <resource> [--json]
   quorumlock members [--json]
   quorumlock trust --yes
@@ -52,6 +53,20 @@ inherited while extending the lock (every third of the ttl), releases it when th
   gets SIGTERM, and SIGKILL just before the lock's deadline (or --grace after the SIGTERM, should
   an extension succeed meanwhile). If the lock is lost outright, SIGTERM and SIGKILL at once: it
   guarantees nothing more. Either way run exits 75.
+
+elect: run the command only while this process leads the election <name> (docs/elections.md).
+  Waits in line to be elected; while leading, runs the command with QUORUMLOCK_TERM (the term: a
+  fencing token, larger than every earlier leader's; also as QUORUMLOCK_FENCE) and
+  QUORUMLOCK_RESOURCE=<name>, stops it as run does when leadership is lost (SIGTERM, SIGKILL by
+  the deadline), then campaigns again. The command exiting by itself while leading ends elect with
+  its code (after resigning). SIGINT and SIGTERM are forwarded to the command, then elect resigns
+  and exits; while waiting they end the wait (128+n).
+  --name <election>       the election's name (required)
+  --ttl <duration>        leadership ttl: a leader that dies is replaced about this long after its
+                          last extension (required; more than 5 × --node-timeout)
+  --id <text>             how observers name this candidate (default <hostname>:<pid>)
+  --grace, --max-lock-ttl, --node-timeout, --json: as for run (--json events: elected, lost,
+                          campaign, exit, failed)
 
 status <resource>: per member: reachable, role, PING latency, held or free, remaining PTTL, the
   owner's fingerprint (first 8 hex chars of sha256 of the lock value; never the value), and the
