@@ -45,6 +45,7 @@ describe('a resource that never expires (defect 8)', () => {
         ['quorumlock:epoch', 'resources[0]'], // the member's epoch hash: it has no TTL
         [['jobs', 'quorumlock:epoch'], 'resources[1]'],
         [`{${fresh('tagged')}}:quorumlock:line`, 'resources[0]'], // another resource's line of waiters
+        [`{${fresh('tagged')}}:quorumlock:readers`, 'resources[0]'], // another resource's shared holders
       ];
       for (const [resources, parameter] of cases) {
         for (const call of [
@@ -55,7 +56,7 @@ describe('a resource that never expires (defect 8)', () => {
           const error = (await call().catch((e: unknown) => e)) as RangeError & { parameter?: string };
           expect(error).toBeInstanceOf(RangeError);
           expect(error.parameter).toBe(parameter);
-          expect(error.message).toMatch(/not starting with "quorumlock:", not ending in ":quorumlock:line" or ":quorumlock:leases"/);
+          expect(error.message).toMatch(/not starting with "quorumlock:", not ending in ":quorumlock:line", ":quorumlock:leases" or ":quorumlock:readers"/);
         }
       }
       expect(lazy.map((c) => c.status)).toEqual(Array(5).fill('wait'));
