@@ -9,6 +9,8 @@ export interface PermitReading {
   member: string;
   /** Per permit, the key's PTTL there (-2 absent); undefined when the member did not answer or does not count. */
   pttls: readonly number[] | undefined;
+  /** Per permit, how many wait in its line there (ZCARD of the line); with pttls. */
+  waiting?: readonly number[];
   /** Why there is no reading: the member's error, 'timeout', or why it does not count. */
   error?: string;
 }

@@ -14,9 +14,10 @@
  * What is not safety but cost: which permit to try. One plain read per member (probe.ts) says
  * which permits a quorum sees free; the acquire tries those (in an order that starts at a rotating
  * offset, so that concurrent acquires of one process spread out), one attempt each. When none is
- * won it waits in the fair line of one held permit, picked at random, for a slice of
- * retryDelay ± jitter (+ 2 × nodeTimeout) — a release there hands the permit over at once — then
- * reads again. There is no fairness across permits: a waiter is first only in its own line.
+ * won it waits in the fair line of the held permit with the shortest line, for a slice that
+ * starts at retryDelay ± jitter (+ 2 × nodeTimeout) and doubles up to 2 s — a release there
+ * hands the permit over at once — then reads again. There is no fairness across permits: a waiter
+ * is first only in its own line, and leaving a line at a slice's end loses the place in it.
  */
 import { retryDelayMs, type Won } from '../quorum/acquire-loop.js';
 import { argumentError, LockAcquireError, type AttemptRecord } from '../errors.js';
@@ -49,6 +50,8 @@ export interface PermitHolder {
 
 /** Free permits tried per read before waiting in a line: more would mostly meet contenders who read the same. */
 const TRIES_PER_READ = 2;
+/** The longest slice in one line before reading again (doubling from retryDelay ± jitter + 2 × nodeTimeout). */
+const SLICE_MAX_MS = 2_000;
 
 function shuffled<T>(items: readonly T[]): T[] {
   const copy = [...items];
@@ -176,9 +179,10 @@ export class Semaphore {
     // The first look and a blind try of the next permit in this process's rotation, side by
     // side: when permits are not all taken, the try usually wins in one round.
     const first = start;
-    const [blind, firstView] = await Promise.all([tryPermit(first, once), this.#read(end)]);
+    const reading = this.#read(end);
+    const blind = await tryPermit(first, once);
     if (blind) return blind;
-    let view: PermitView = firstView;
+    let view: PermitView = await reading;
     for (let waits = 0; ; waits++) {
       policy.signal?.throwIfAborted();
       const rotated = (index: number) => (index - start + this.permits) % this.permits;
@@ -192,11 +196,16 @@ export class Semaphore {
         stoppedBecause = 'retries exhausted';
         break;
       }
-      // Wait in the line of one held permit (random: contenders spread over the lines), for one
-      // slice; a release there hands it to the first in line at once.
+      // Wait in the shortest line of a held permit (ties at random: contenders spread evenly over
+      // the lines, so that every release has someone to hand the permit to), for one slice; a
+      // release there hands it to the first in line at once. Each slice is twice the one before
+      // (up to SLICE_MAX_MS): leaving a line loses the place in it, so a waiter that has waited
+      // long stays long, while a first slice is short in case another permit frees sooner.
       const held = view.held.length > 0 ? view.held.map(({ permit }) => permit) : Array.from({ length: this.permits }, (_, index) => index);
-      const target = held[Math.floor(Math.random() * held.length)]!;
-      const sliceMs = retryDelayMs(policy) + 2 * nodeTimeout;
+      const shortest = Math.min(...held.map((index) => view.waiting[index] ?? 0));
+      const candidates = held.filter((index) => (view.waiting[index] ?? 0) === shortest);
+      const target = candidates[Math.floor(Math.random() * candidates.length)]!;
+      const sliceMs = Math.min((retryDelayMs(policy) + 2 * nodeTimeout) * 2 ** waits, Math.max(SLICE_MAX_MS, 4 * nodeTimeout));
       const permit = await tryPermit(target, { ...policy, retryCount: Infinity, waitTimeout: sliceMs });
       if (permit) return permit;
       if (end - clock.now() < nodeTimeout) break;
@@ -212,6 +221,6 @@ export class Semaphore {
     const readings = await readPermits(members, this.#host.clients, settings, this.#keys, end - settings.clock.now());
     const view = viewOf(readings, this.permits);
     if (view.answered) return view;
-    return { answered: false, free: Array.from({ length: this.permits }, (_, index) => index), held: [] };
+    return { answered: false, free: Array.from({ length: this.permits }, (_, index) => index), held: [], waiting: [] };
   }
 }

@@ -151,7 +151,6 @@ describe('semaphore', () => {
     const name = fresh('full');
     const holder = client().semaphore(name, { permits: 2 });
     const held = [await holder.acquire(20_000), await holder.acquire(20_000)];
-    const values = await Promise.all([0, 1].map((index) => servers.valuesOf(permitResource(name, index))));
     const waiter = client().semaphore(name, { permits: 2 });
     const began = performance.now();
     const error = await waiter.acquire(20_000, { waitTimeout: 600, retryCount: Infinity }).catch((caught: unknown) => caught);
@@ -161,8 +160,13 @@ describe('semaphore', () => {
     expect((error as LockAcquireError).attempts.length).toBeGreaterThan(0);
     expect(elapsed).toBeGreaterThanOrEqual(550);
     expect(elapsed).toBeLessThan(5_000);
-    // The holders' values are still the only ones stored.
-    expect(await Promise.all([0, 1].map((index) => servers.valuesOf(permitResource(name, index))))).toEqual(values);
+    // The holders' values are still the only ones stored (a member the acquire did not wait for
+    // may not have its copy yet: null there is no leftover).
+    for (const permit of held) {
+      const stored = await servers.valuesOf(permitResource(name, permit.permit));
+      expect(stored.every((value) => value === permit.value || value === null)).toBe(true);
+      expect(stored.filter((value) => value === permit.value).length).toBeGreaterThanOrEqual(3);
+    }
     await Promise.all(held.map((permit) => permit.release()));
   });
 
@@ -178,7 +182,9 @@ describe('semaphore', () => {
       client().semaphore(name, { permits: 1 }).acquire(20_000, { waitTimeout: 30_000, retryCount: Infinity, signal: controller.signal }),
     ).rejects.toBe(reason);
     expect(performance.now() - began).toBeLessThan(5_000);
-    expect(await servers.valuesOf(permitResource(name, 0))).toEqual(Array(5).fill(held.value));
+    const stored = await servers.valuesOf(permitResource(name, 0));
+    expect(stored.every((value) => value === held.value || value === null)).toBe(true);
+    expect(stored.filter((value) => value === held.value).length).toBeGreaterThanOrEqual(3);
     await held.release();
   });
 
