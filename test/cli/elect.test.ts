@@ -1,0 +1,110 @@
+/**
+ * `quorumlock elect` as a user runs it: child processes (node --import tsx src/cli/main.ts)
+ * against three real redis-server masters.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startTestMasters, type TestMasters } from '../integration/masters.js';
+import { cli, events, killRunning, nodeCommand, type Cli } from './spawn.js';
+
+let t: TestMasters;
+let members: string;
+
+beforeAll(async () => {
+  t = await startTestMasters(3);
+  members = t.masters.map((master) => `redis://${master.host}:${master.port}`).join(',');
+});
+
+afterEach(async () => {
+  killRunning();
+  await t.resumeAll();
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+/**
+ * The led command: prints "leading <term> <fence>", says "stopped" on SIGTERM, and exits by
+ * itself should its elect process vanish (a SIGKILLed elect cannot stop it). The handler goes in
+ * before the line is printed: a test that signals on seeing the line must find it in place.
+ */
+const LEADER_SCRIPT = `
+const parent = process.ppid;
+process.on('SIGTERM', () => { console.log('stopped ' + process.env.QUORUMLOCK_TERM); process.exit(0); });
+console.log('leading ' + process.env.QUORUMLOCK_TERM + ' ' + process.env.QUORUMLOCK_FENCE);
+setInterval(() => { try { process.kill(parent, 0); } catch { process.exit(0); } }, 50);
+`;
+
+const elect = (name: string, ttl: string, script: string, flags: string[] = []): Cli =>
+  cli(['elect', '--members', members, '--name', name, '--ttl', ttl, ...flags, ...nodeCommand(script)]);
+
+/** The terms of the "leading <term> <fence>" lines printed so far. */
+const termsOf = (stdout: string) => [...stdout.matchAll(/^leading (\d+) (\d+)$/gm)].map((match) => ({ term: Number(match[1]), fence: Number(match[2]) }));
+
+describe('elect', () => {
+  it('runs the command with QUORUMLOCK_TERM (and QUORUMLOCK_FENCE, the same token), and exits with its code after resigning', async () => {
+    const print =
+      'console.log(JSON.stringify({ term: process.env.QUORUMLOCK_TERM, fence: process.env.QUORUMLOCK_FENCE, name: process.env.QUORUMLOCK_RESOURCE })); process.exit(3)';
+    const first = await elect('elect-env', '2s', print).done;
+    expect(first.code).toBe(3);
+    const env = JSON.parse(first.stdout) as { term: string; fence: string; name: string };
+    expect(env.term).toMatch(/^\d+$/);
+    expect(env.fence).toBe(env.term);
+    expect(env.name).toBe('elect-env');
+    // Resigned at exit: the next one is elected at once, with a larger term.
+    const second = await elect('elect-env', '2s', print).done;
+    expect(Number((JSON.parse(second.stdout) as { term: string }).term)).toBeGreaterThan(Number(env.term));
+  });
+
+  it('refuses a missing --name or a ttl too short, as usage errors', async () => {
+    const noName = await cli(['elect', '--members', members, '--ttl', '2s', ...nodeCommand('0')]).done;
+    expect(noName.code).toBe(64);
+    expect(noName.stderr).toMatch(/--name is required/);
+    const short = await elect('elect-short', '200ms', '0').done;
+    expect(short.code).toBe(64);
+    expect(short.stderr).toMatch(/ttl/);
+  });
+
+  it('a second elect waits, and takes over (with a larger term) only when the first is SIGKILLed', async () => {
+    const first = elect('elect-takeover', '1s', LEADER_SCRIPT);
+    await first.waitFor('leading');
+    const second = elect('elect-takeover', '1s', LEADER_SCRIPT, ['--json']);
+    // Waits while the first leads: well past several of the first one's extensions.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect(termsOf(second.stdout)).toEqual([]);
+    first.child.kill('SIGKILL');
+    await second.waitFor('leading');
+    const [before] = termsOf(first.stdout);
+    const [after] = termsOf(second.stdout);
+    expect(after!.term).toBeGreaterThan(before!.term);
+    expect(after!.fence).toBe(after!.term);
+    // SIGTERM is forwarded to the command, which stops; elect then exits with its code.
+    second.child.kill('SIGTERM');
+    const done = await second.done;
+    expect(done.stdout).toContain(`stopped ${after!.term}`);
+    expect(done.code).toBe(0);
+  });
+
+  it('stops the command when leadership is lost (two of three members paused), then campaigns again and runs it under a new term', async () => {
+    const leader = elect('elect-lost', '1s', LEADER_SCRIPT, ['--json']);
+    await leader.waitFor('leading');
+    await Promise.all(t.masters.slice(0, 2).map((master) => master.pause()));
+    await leader.waitFor('stopped');
+    await t.resumeAll();
+    // Elected again once the members answer: a second "leading" line, with a larger term.
+    await new Promise<void>((resolve, reject) => {
+      const check = () => (termsOf(leader.stdout).length >= 2 ? resolve() : undefined);
+      leader.child.stdout!.on('data', check);
+      leader.child.once('close', () => reject(new Error(`exited: ${leader.stdout}\n${leader.stderr}`)));
+      check();
+    });
+    const [first, second] = termsOf(leader.stdout);
+    expect(second!.term).toBeGreaterThan(first!.term);
+    leader.child.kill('SIGTERM');
+    const done = await leader.done;
+    const kinds = events(done.stderr).map((event) => event.event);
+    expect(kinds.filter((kind) => kind === 'elected')).toHaveLength(2);
+    expect(kinds).toContain('lost');
+    expect(kinds).toContain('campaign');
+  });
+});
