@@ -16,7 +16,7 @@
 import Redis from 'ioredis';
 import { parseArgs } from 'node:util';
 import { RedlockSemaphore } from 'redis-semaphore';
-import { Redlock } from '../src/index.js';
+import { Redlock, type Semaphore } from '../src/index.js';
 import { permitViolations } from '../test/chaos/checker.js';
 import { processBackend } from '../test/harness/process.js';
 import { connect, describeError, now, quantile, sleep } from './lib.js';
@@ -104,8 +104,12 @@ try {
   const redlocks = connectionSets.map((clients) => new Redlock(clients));
   await redlocks[0]!.trustMembers();
 
+  // One semaphore object per connection set and case, as a process makes it once and keeps it.
+  const pools = new Map<string, Semaphore>();
   const quorumlock: Take = async (contender, key, permits) => {
-    const permit = await redlocks[contender % SETS]!.semaphore(key, { permits }).acquire(TTL, { waitTimeout: WAIT, retryCount: Infinity });
+    const set = contender % SETS;
+    const pool = pools.get(`${set}:${key}`) ?? pools.set(`${set}:${key}`, redlocks[set]!.semaphore(key, { permits })).get(`${set}:${key}`)!;
+    const permit = await pool.acquire(TTL, { waitTimeout: WAIT, retryCount: Infinity });
     return { validityMs: permit.remainingMs(), release: () => permit.release() };
   };
   // The reference: `permits` independent exclusive locks, each contender bound to one of them

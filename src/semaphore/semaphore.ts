@@ -81,6 +81,11 @@ export class Semaphore {
   readonly #keys: readonly string[];
   /** Where this process's next acquire starts looking: random at first, then rotating. */
   #offset: number;
+  /**
+   * Whether this semaphore's last acquire had to wait in a line: all permits were busy, so the
+   * next acquire mostly skips the blind first try (a wasted round under contention).
+   */
+  #contended = false;
 
   /** @internal Made by redlock.semaphore(), which checks the name and permits. */
   constructor(host: SemaphoreHost, name: string, permits: number) {
@@ -177,11 +182,15 @@ export class Semaphore {
     };
 
     // The first look and a blind try of the next permit in this process's rotation, side by
-    // side: when permits are not all taken, the try usually wins in one round.
-    const first = start;
+    // side: when permits are not all taken, the try usually wins in one round. Under contention
+    // (the last acquire waited in a line) only one acquire in four tries blind, to notice the end of it.
+    const first = !this.#contended || Math.random() < 0.25 ? start : -1;
     const reading = this.#read(end);
-    const blind = await tryPermit(first, once);
-    if (blind) return blind;
+    const blind = first === -1 ? null : await tryPermit(first, once);
+    if (blind) {
+      this.#contended = false;
+      return blind;
+    }
     let view: PermitView = await reading;
     for (let waits = 0; ; waits++) {
       policy.signal?.throwIfAborted();
@@ -189,7 +198,10 @@ export class Semaphore {
       const free = shuffled(view.free.filter((index) => !(waits === 0 && index === first))).sort((a, b) => rotated(a) - rotated(b));
       for (const index of free.slice(0, TRIES_PER_READ)) {
         const permit = await tryPermit(index, once);
-        if (permit) return permit;
+        if (permit) {
+          this.#contended = false;
+          return permit;
+        }
       }
       if (end - clock.now() < nodeTimeout) break;
       if (waits >= policy.retryCount) {
@@ -206,6 +218,7 @@ export class Semaphore {
       const candidates = held.filter((index) => (view.waiting[index] ?? 0) === shortest);
       const target = candidates[Math.floor(Math.random() * candidates.length)]!;
       const sliceMs = Math.min((retryDelayMs(policy) + 2 * nodeTimeout) * 2 ** waits, Math.max(SLICE_MAX_MS, 4 * nodeTimeout));
+      this.#contended = true;
       const permit = await tryPermit(target, { ...policy, retryCount: Infinity, waitTimeout: sliceMs });
       if (permit) return permit;
       if (end - clock.now() < nodeTimeout) break;
