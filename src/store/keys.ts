@@ -17,6 +17,8 @@
  * Per election `name` (src/election/):
  *   quorumlock:election:<name>                          its lock (electionResource): held by the leader
  *   {quorumlock:election:<name>}:quorumlock:leader      the leader record (leaderRecordKey, election.lua)
+ * Per semaphore `name` (src/semaphore/), for each permit i:
+ *   quorumlock:semaphore:{name}:permit:<i>              permit i's lock key (permitResource), with its companions
  */
 import { allSlotTags, companionKey, slotOf, tagOfSlot } from './slots.js';
 
