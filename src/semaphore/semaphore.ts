@@ -183,8 +183,9 @@ export class Semaphore {
 
     // The first look and a blind try of the next permit in this process's rotation, side by
     // side: when permits are not all taken, the try usually wins in one round. Under contention
-    // (the last acquire waited in a line) only one acquire in four tries blind, to notice the end of it.
-    const first = !this.#contended || Math.random() < 0.25 ? start : -1;
+    // (the last acquire waited in a line) only one acquire in four tries blind, to notice the end
+    // of it; an acquire that may not wait (retryCount 0) always does, so that it has tried one.
+    const first = !this.#contended || policy.retryCount === 0 || Math.random() < 0.25 ? start : -1;
     const reading = this.#read(end);
     const blind = first === -1 ? null : await tryPermit(first, once);
     if (blind) {

@@ -170,6 +170,24 @@ describe('semaphore', () => {
     await Promise.all(held.map((permit) => permit.release()));
   });
 
+  it('with retryCount 0 on a full semaphore, rejects at once as taken, also after waiting acquires', async () => {
+    const name = fresh('no-wait');
+    const held = await client().semaphore(name, { permits: 1 }).acquire(20_000);
+    const pool = client().semaphore(name, { permits: 1 });
+    // One acquire that waited (the pool now skips most blind tries), then retryCount 0 ones.
+    await expect(pool.acquire(20_000, { waitTimeout: 400 })).rejects.toBeInstanceOf(LockAcquireError);
+    for (let i = 0; i < 4; i++) {
+      const error = (await pool.acquire(20_000, { retryCount: 0 }).catch((caught: unknown) => caught)) as LockAcquireError;
+      expect(error).toBeInstanceOf(LockAcquireError);
+      expect(error.outcome).toBe('taken');
+      expect(error.stoppedBecause).toBe('retries exhausted');
+    }
+    await held.release();
+    const permit = await pool.acquire(20_000, { retryCount: 0 });
+    expect(permit.permit).toBe(0);
+    await permit.release();
+  });
+
   it('stops waiting when the signal aborts, with its reason', async () => {
     const name = fresh('abort');
     const holder = client().semaphore(name, { permits: 1 });
