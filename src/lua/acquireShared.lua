@@ -9,6 +9,12 @@
 --   writer and a reader never hold at once, and any two quorums share a member.
 -- A reader holds by its entry in the readers ZSET (value → now + ttl on this member's clock) and
 -- joins, keeps and leaves its place in line exactly as a writer does.
+-- Why that is safe across the quorum: a writer holds by a majority without live readers when its
+-- script ran, a reader by a majority without a writer's key; two majorities share a member m; the
+-- key and the entry each live ttl from their script's run on m's clock, and whichever was set
+-- first on m refuses the other there for as long as it lives. Validity is the exclusive lock's:
+-- ttl - elapsed - drift from before the round was sent (src/quorum/acquire.ts), since the entry,
+-- like a PX key, lives ttl from a moment after that start.
 -- #include _compat.lua
 -- #include _keys.lua
 local n = resourceCount(1)

@@ -88,6 +88,36 @@ describe('shared locks', () => {
     expect(await readers[0]!.tryAcquire(resource, 10_000, { shared: true })).not.toBeNull();
   });
 
+  it('using() with { shared: true }: two readers work at once, kept extended past their ttl; a writer waits for both', async () => {
+    const resource = fresh('shared-using');
+    const redlock = new Redlock(servers.clients, { retryCount: 100, retryDelay: 20, retryJitter: 10 });
+    let inside = 0;
+    let together = 0;
+    const read = () =>
+      redlock.using(
+        resource,
+        600,
+        async (signal, lock) => {
+          expect(lock.shared).toBe(true);
+          inside++;
+          await sleep(100);
+          together = Math.max(together, inside);
+          await sleep(1_000); // beyond the ttl: auto-extension keeps the entry alive
+          inside--;
+          return signal.aborted;
+        },
+        { shared: true },
+      );
+    const readers = [read(), read()];
+    await sleep(300);
+    const writer = redlock.acquire(resource, 1_000, { waitTimeout: 10_000 });
+    expect(await Promise.all(readers)).toEqual([false, false]); // neither lost its lock
+    expect(together).toBe(2);
+    const w = await writer;
+    expect(inside).toBe(0); // it got in only after both had finished
+    await w.release();
+  });
+
   it('extend renews only its own entry, and an expired reader cannot be extended back', async () => {
     const resource = fresh('shared-extend');
     const redlock = new Redlock(servers.clients, { retryCount: 0 });
@@ -131,37 +161,51 @@ describe('shared locks', () => {
 
   it('does not starve a writer under a continuous stream of readers; readers that came after it wait', async () => {
     const resource = fresh('shared-starve');
+    const line = resourceKeys([resource])[1]!;
     const intervals: Held[] = [];
     let stop = false;
-    const readerStarts: { at: number; lock?: { from: number } }[] = [];
+    const readerStarts: { at: number; from?: number }[] = [];
     const reader = async (index: number) => {
       const redlock = new Redlock(servers.connect(), { retryCount: 1_000, retryDelay: 50, retryJitter: 20 });
-      await sleep(index * 40); // staggered, so that the resource is never free of readers
+      await sleep(index * 80); // staggered, so that the resource is never free of readers
       while (!stop) {
-        const start: { at: number; lock?: { from: number } } = { at: performance.now() };
+        const start: { at: number; from?: number } = { at: performance.now() };
         readerStarts.push(start);
         const lock = await redlock.acquire(resource, 5_000, { shared: true, waitTimeout: 30_000 });
-        start.lock = { from: performance.now() };
-        await hold(lock, 150, `reader ${index}`, intervals);
+        start.from = performance.now();
+        await hold(lock, 400, `reader ${index}`, intervals);
       }
     };
     const readers = Array.from({ length: 5 }, (_, index) => reader(index));
-    await sleep(800);
-    // The resource is read-held without a gap by now; a writer arrives.
+    await sleep(1_000);
+    // A writer arrives while the resource is read-held without a gap.
     const writerRedlock = new Redlock(servers.connect(), { retryCount: 1_000, retryDelay: 50, retryJitter: 20 });
     const arrived = performance.now();
-    const writer = await writerRedlock.acquire(resource, 5_000, { waitTimeout: 30_000 });
+    const writing = writerRedlock.acquire(resource, 5_000, { waitTimeout: 30_000 });
+    // The moment the writer's place in line is on every member (a waiter id without the shared mark).
+    let joinedAt: number | undefined;
+    let writer: Lock | undefined;
+    void writing.then((lock) => (writer = lock));
+    while (joinedAt === undefined && writer === undefined) {
+      const lines = await Promise.all(servers.clients.map((c) => c.zrange(line, '0', '-1')));
+      if (lines.every((waiters) => waiters.some((id) => !id.startsWith('~')))) joinedAt = performance.now();
+      else await sleep(2);
+    }
+    const w = await writing;
     const writerFrom = performance.now();
-    await hold(writer, 100, 'writer', intervals);
+    await hold(w, 100, 'writer', intervals);
     stop = true;
     await Promise.all(readers);
     expect(violations(intervals)).toEqual([]);
-    // Readers that started their acquire well after the writer had joined the line (its second
-    // attempt, at most a round and a subscription after it arrived) got in only after it.
-    const later = readerStarts.filter((start) => start.at > arrived + 300 && start.at < writerFrom);
+    // The stream was continuous: readers held when the writer arrived.
+    expect(intervals.some((held) => held.shared && held.from < arrived && held.to > arrived)).toBe(true);
+    // The writer waited in line (it found readers holding), and every reader that started after
+    // its place was on every member got in only after the writer.
+    expect(joinedAt).toBeDefined();
+    const later = readerStarts.filter((start) => start.at > joinedAt! && start.at < writerFrom);
     expect(later.length).toBeGreaterThan(0);
-    for (const start of later) expect(start.lock!.from).toBeGreaterThan(writerFrom);
-    // Bounded: the writer waited for the readers ahead of it, not for the stream (each holds 150 ms).
+    for (const start of later) expect(start.from).toBeGreaterThan(writerFrom);
+    // Bounded: the writer waited for the readers ahead of it (each holds 400 ms), not for the stream.
     expect(writerFrom - arrived).toBeLessThan(10_000);
   });
 
