@@ -1,0 +1,43 @@
+/**
+ * judgeLeader (src/election/judge.ts): who leads as a quorum says, from each member's reading.
+ * A pure function: fake readings, no members.
+ */
+import { describe, expect, it } from 'vitest';
+import { judgeLeader } from '../../src/election/judge.js';
+import type { LeaderVote } from '../../src/election/errors.js';
+
+const leads = (term: number, id: string, pttl: number, member = 'm'): LeaderVote => ({ member, reading: { leader: { term, id }, pttl } });
+const heldNoRecord = (pttl = 1000): LeaderVote => ({ member: 'm', reading: { leader: undefined, pttl } });
+const free: LeaderVote = { member: 'm', reading: { leader: undefined, pttl: -2 } };
+const silent: LeaderVote = { member: 'm', error: 'no answer within 50 ms' };
+
+describe('judgeLeader', () => {
+  it('names the leader a quorum agrees on, with the quorum-th largest PTTL less the read time and drift', () => {
+    const judged = judgeLeader([leads(7, 'a', 900), leads(7, 'a', 1000), leads(7, 'a', 800), free, silent], 3, 10, 0.01);
+    // Quorum-th largest of 1000, 900, 800 is 800; drift = 800 × 0.01 + 2 = 10; 800 − 10 − 10.
+    expect(judged).toEqual({ leader: { id: 'a', term: 7, remainingMs: 780 } });
+  });
+
+  it('names nobody when two leaders each have less than a quorum (a handover under way): undecided, not vacant', () => {
+    expect(judgeLeader([leads(7, 'a', 500), leads(7, 'a', 500), leads(8, 'b', 900), leads(8, 'b', 900), free], 3, 0, 0.01)).toEqual({ unknown: 'undecided' });
+  });
+
+  it('a lock held on a quorum whose record is not written yet is undecided', () => {
+    expect(judgeLeader([heldNoRecord(), heldNoRecord(), heldNoRecord(), free, free], 3, 0, 0.01)).toEqual({ unknown: 'undecided' });
+  });
+
+  it('vacant when no quorum can hold the lock even with every unheard member on its side', () => {
+    expect(judgeLeader([free, free, free, heldNoRecord(), silent], 3, 0, 0.01)).toEqual({ vacant: true });
+    expect(judgeLeader([free, free, free, free, free], 3, 0, 0.01)).toEqual({ vacant: true });
+  });
+
+  it('cannot tell with too few answers: a silent majority could hold a lock', () => {
+    expect(judgeLeader([free, free, silent, silent, silent], 3, 0, 0.01)).toEqual({ unknown: 'unavailable' });
+    expect(judgeLeader([leads(7, 'a', 900), leads(7, 'a', 900), silent, silent, silent], 3, 0, 0.01)).toEqual({ unknown: 'unavailable' });
+  });
+
+  it('a member that does not count (its reading carries an error) is not counted for the leader', () => {
+    const notCounting: LeaderVote = { member: 'm', reading: { leader: { term: 7, id: 'a' }, pttl: 900 }, error: 'does not count: not a master' };
+    expect(judgeLeader([leads(7, 'a', 900), leads(7, 'a', 900), notCounting, free, free], 3, 0, 0.01)).toEqual({ unknown: 'undecided' });
+  });
+});
