@@ -11,7 +11,7 @@ import type { Settings } from '../options/settings.js';
 import { fenceToken, type Fence, type FenceReading } from './fence.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
-import type { Waiter } from '../store/protocol.js';
+import { sharedName, type Waiter } from '../store/protocol.js';
 import { quorumOf } from './tally.js';
 import { isLocked, type Answered, type LockAnswer, type MemberVote } from './votes.js';
 
@@ -94,9 +94,11 @@ export async function attemptLock(
   waiter: Waiter,
   fencing: boolean,
   signal: AbortSignal | undefined,
+  /** A shared (read) lock: its value is marked (protocol.ts, SHARED_MARK), and the members run the shared scripts. */
+  shared = false,
 ): Promise<AttemptResult> {
   const { clock } = settings;
-  const value = newLockValue();
+  const value = shared ? sharedName(newLockValue()) : newLockValue();
   const request: AcquireRequest = { value, ttlMs: ttl, waiter, quarantineMs: settings.quarantine ? settings.maxLockTtl : 0, fencing };
   const view: FenceView = { readings: [], epochs: [] };
   let round: RoundResult<LockAnswer>;
