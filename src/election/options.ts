@@ -49,6 +49,8 @@ function checkText(parameter: string, value: unknown): string {
 
 export function checkElection(name: unknown, options: unknown, settings: Settings): ElectionConfig {
   checkText('name', name);
+  // The name is the hash tag of the election's keys (keys.ts, electionResource): a brace would end it early.
+  if (/[{}]/.test(name as string)) throw argumentError(RangeError, 'name', `must not contain { or }, got ${JSON.stringify(name)}`);
   if (options === undefined) throw argumentError(TypeError, 'options', 'must be an object with at least a ttl, e.g. { ttl: 10_000 }');
   checkOptionsObject(options);
   checkOptionNames(options as object, electionOptionNames);

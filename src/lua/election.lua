@@ -8,7 +8,7 @@
 --     if KEYS[1] holds ARGV[2], sets the record with KEYS[1]'s remaining PTTL and replies 1;
 --     otherwise replies 0 and writes nothing (a lock lost meanwhile never gets a record).
 --   ARGV[1] = 'read': replies { "<term> <id>" or '', PTTL of KEYS[1] (-2: absent) }.
--- Try it: redis-cli --eval election.lua quorumlock:election:x {quorumlock:election:x}:quorumlock:leader , read
+-- Try it: redis-cli --eval election.lua quorumlock:election:{x} quorumlock:election:{x}:quorumlock:leader , read
 local held = redis.call('GET', KEYS[1])
 if ARGV[1] == 'write' then
   if held ~= ARGV[2] then

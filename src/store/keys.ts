@@ -15,8 +15,8 @@
  * Per waiter:
  *   quorumlock:waiter:<id>    the channel a release announces "you are first in line" on
  * Per election `name` (src/election/):
- *   quorumlock:election:<name>                          its lock (electionResource): held by the leader
- *   {quorumlock:election:<name>}:quorumlock:leader      the leader record (leaderRecordKey, election.lua)
+ *   quorumlock:election:{<name>}                        its lock (electionResource): held by the leader
+ *   quorumlock:election:{<name>}:quorumlock:leader      the leader record (leaderRecordKey, election.lua)
  * Per semaphore `name` (src/semaphore/), for each permit i:
  *   quorumlock:semaphore:{name}:permit:<i>              permit i's lock key (permitResource), with its companions
  */
@@ -71,14 +71,16 @@ const LEASES = 'quorumlock:leases';
 const LEADER = 'quorumlock:leader';
 
 /**
- * The resource whose exclusive lock is the leadership of election `name`. Reserved (it starts
- * with RESERVED_PREFIX), so no user lock can take or overwrite it; one key, so Cluster-safe.
+ * The resource whose exclusive lock is the leadership of election `name` (which holds no `{` or
+ * `}`: src/election/options.ts). Reserved (it starts with RESERVED_PREFIX), so no user lock can
+ * take or overwrite it. The name is its hash tag, so the leader record shares its slot.
  */
-export const electionResource = (name: string) => `${RESERVED_PREFIX}election:${name}`;
+export const electionResource = (name: string) => `${RESERVED_PREFIX}election:{${name}}`;
 
 /**
  * The leader record of the election whose lock is `resource` (electionResource): in the lock
- * key's hash slot (companionKey), so election.lua reads both on one Cluster node.
+ * key's hash slot (companionKey: the resource's tag, or the keyPrefix's), so election.lua reads
+ * both on one Cluster node; reserved like the resource (it starts with RESERVED_PREFIX).
  */
 export const leaderRecordKey = (resource: string, keyPrefix = '') => companionKey(resource, LEADER, keyPrefix);
 
