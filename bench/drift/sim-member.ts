@@ -149,10 +149,10 @@ export class SimMember {
   }
 }
 
-/** KEYS of one resource-set call: n lock keys, n line keys, n lease keys (plus the epoch key). */
+/** KEYS of one resource-set call: n lock keys, n line keys, n lease keys, n reader keys (plus the epoch key). */
 function lockKeyCount(keys: string[], extra: number, name: string): number {
-  const n = (keys.length - extra) / 3;
-  if (n < 1 || !Number.isInteger(n)) throw new Error(`quorumlock: ${name}: expected 3 keys per resource, got ${keys.length}`);
+  const n = (keys.length - extra) / 4;
+  if (n < 1 || !Number.isInteger(n)) throw new Error(`quorumlock: ${name}: expected 4 keys per resource, got ${keys.length}`);
   return n;
 }
 
@@ -170,6 +170,8 @@ const scripts: Record<string, Script> = {
       if (pttl !== -2) heldFor = Math.max(heldFor, pttl, 0);
       // Lines exist only once somebody joined one (lease > 0), which never happens here.
       if (m.exists(keys[n + i]!)) m.unsupported('a line of waiters');
+      // Shared holders exist only once a shared acquire ran (quorumlockAcquireShared), which is not simulated.
+      if (m.exists(keys[3 * n + i]!)) m.unsupported('shared holders');
     }
     if (heldFor !== -1) return acquireReply.refused('taken', heldFor);
     for (let i = 0; i < n; i++) m.setPx(keys[i]!, value, ttlMs);
