@@ -231,6 +231,17 @@ const scripts: Record<string, Script> = {
   quorumlockFence(m) {
     return m.unsupported('fencing');
   },
+
+  // Defined on every client (store/scripts.ts), never called by the simulation's exclusive locks.
+  quorumlockAcquireShared(m) {
+    return m.unsupported('shared locks');
+  },
+  quorumlockExtendShared(m) {
+    return m.unsupported('shared locks');
+  },
+  quorumlockElection(m) {
+    return m.unsupported('elections');
+  },
 };
 
 export const scriptNames = Object.keys(scripts);
