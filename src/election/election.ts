@@ -10,6 +10,7 @@
  *     extensions fail (the stop margin, leadership.ts), at the latest at the deadline otherwise.
  * Who leads is read from the leader record (election.lua), judged by quorum (judge.ts).
  */
+import { LockAcquireError } from '../errors.js';
 import { checkAcquireOptions } from '../options/check.js';
 import type { Settings } from '../options/settings.js';
 import type { Lock } from '../lock/lock.js';
@@ -21,6 +22,9 @@ import { LeaderUnknownError, type LeaderVote } from './errors.js';
 import { judgeLeader, type LeaderInfo } from './judge.js';
 import { Leadership } from './leadership.js';
 import { checkElection, checkSignalOptions, type CampaignOptions, type ElectionConfig, type ElectionOptions, type ObserveOptions } from './options.js';
+
+/** How long one acquire of a campaign waits before it is renewed (see campaign()). */
+export const CAMPAIGN_STRETCH_MS = 5 * 60_000;
 
 /** What an election needs of a member: RedisMember's election calls (src/members/redis-member.ts). */
 export interface ElectionMember {
@@ -65,8 +69,24 @@ export class Election {
   async campaign(options?: CampaignOptions): Promise<Leadership> {
     const signal = checkSignalOptions(options, 'campaign');
     const { settings } = this.#context;
-    const policy = checkAcquireOptions({ fencing: true, retryCount: Infinity, waitTimeout: Infinity, ...(signal ? { signal } : {}) }, settings);
-    const lock = await this.#context.acquire(this.#resource, this.ttl, policy);
+    // Waiting in stretches of CAMPAIGN_STRETCH_MS: an acquire keeps a record of every attempt (for
+    // its error), which over days of waiting would grow without bound. Between stretches the
+    // candidate steps out of the line and back in at its end: fairness among standby candidates
+    // is kept within a stretch only, which an election does not need beyond that.
+    const waitTimeout = Math.max(CAMPAIGN_STRETCH_MS, this.ttl * 10);
+    const policy = checkAcquireOptions({ fencing: true, retryCount: Infinity, waitTimeout, ...(signal ? { signal } : {}) }, settings);
+    let lock: Lock;
+    for (;;) {
+      try {
+        lock = await this.#context.acquire(this.#resource, this.ttl, policy);
+        break;
+      } catch (error) {
+        if (signal?.aborted || !(error instanceof LockAcquireError)) throw error;
+        // Held all along is the normal wait; anything else (members unreachable, quarantined) is worth a word.
+        if (error.outcome !== 'taken')
+          settings.logger.warn({ election: this.name, outcome: error.outcome, attempts: error.attempts.length }, 'still campaigning');
+      }
+    }
     const leadership = new Leadership({ name: this.name, id: this.id, ttl: this.ttl, settings, announce: (held, term) => this.#announce(held, term) }, lock);
     // Recorded before campaign() resolves: leader() names this leader from then on.
     await this.#announce(lock, leadership.term);

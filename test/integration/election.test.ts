@@ -60,6 +60,7 @@ describe('redlock.election()', () => {
     };
     expect(codeOf(() => redlock.election('', { ttl: 1000 }))).toBe('name:QUORUMLOCK_ERR_OUT_OF_RANGE');
     expect(codeOf(() => redlock.election(7 as unknown as string, { ttl: 1000 }))).toBe('name:QUORUMLOCK_ERR_INVALID_ARG_TYPE');
+    expect(codeOf(() => redlock.election('a{b}', { ttl: 1000 }))).toBe('name:QUORUMLOCK_ERR_OUT_OF_RANGE');
     expect(codeOf(() => redlock.election('x', undefined as unknown as { ttl: number }))).toBe('options:QUORUMLOCK_ERR_INVALID_ARG_TYPE');
     expect(codeOf(() => redlock.election('x', { ttl: 200 }))).toBe('ttl:QUORUMLOCK_ERR_OUT_OF_RANGE');
     expect(codeOf(() => redlock.election('x', { ttl: 1000, id: '' }))).toBe('id:QUORUMLOCK_ERR_OUT_OF_RANGE');
