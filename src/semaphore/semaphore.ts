@@ -27,6 +27,7 @@ import type { MemberClient } from '../members/id.js';
 import { checkAcquireOptions, checkExtendThreshold, checkMaxExtensions, checkOptionsObject, checkTtl } from '../options/check.js';
 import { checkOptionNames, semaphoreAcquireOptionNames, semaphoreUsingOptionNames } from '../options/names.js';
 import type { AcquireOptions, AttemptPolicy, UsingOptions } from '../options/settings.js';
+import { quorumOf } from '../quorum/tally.js';
 import { permitResource } from '../store/keys.js';
 import { newWaiterId } from '../waiting/line.js';
 import { SemaphoreUnavailableError } from './errors.js';
@@ -147,7 +148,7 @@ export class Semaphore {
     const { members, settings } = this.#host.context;
     const readings = await readPermits(members, this.#host.clients, settings, this.#keys);
     const view = viewOf(readings, this.permits);
-    if (!view.answered) throw new SemaphoreUnavailableError(this.name, readings, Math.floor(members.length / 2) + 1);
+    if (!view.answered) throw new SemaphoreUnavailableError(this.name, readings, quorumOf(members.length));
     return view.held;
   }
 
@@ -209,14 +210,17 @@ export class Semaphore {
         stoppedBecause = 'retries exhausted';
         break;
       }
-      // Wait in the shortest line of a held permit (ties at random: contenders spread evenly over
-      // the lines, so that every release has someone to hand the permit to), for one slice; a
-      // release there hands it to the first in line at once. Each slice is twice the one before
+      // Wait in the shortest line of a permit that is not free (held, or kept for the first in
+      // its line; ties at random: contenders spread evenly over the lines, so that every release
+      // has someone to hand the permit to), for one slice; a release there hands it to the first
+      // in line at once. Each slice is twice the one before
       // (up to SLICE_MAX_MS): leaving a line loses the place in it, so a waiter that has waited
       // long stays long, while a first slice is short in case another permit frees sooner.
-      const held = view.held.length > 0 ? view.held.map(({ permit }) => permit) : Array.from({ length: this.permits }, (_, index) => index);
-      const shortest = Math.min(...held.map((index) => view.waiting[index] ?? 0));
-      const candidates = held.filter((index) => (view.waiting[index] ?? 0) === shortest);
+      const all = Array.from({ length: this.permits }, (_, index) => index);
+      const busy = all.filter((index) => !view.free.includes(index));
+      const lines = busy.length > 0 ? busy : all;
+      const shortest = Math.min(...lines.map((index) => view.waiting[index] ?? 0));
+      const candidates = lines.filter((index) => (view.waiting[index] ?? 0) === shortest);
       const target = candidates[Math.floor(Math.random() * candidates.length)]!;
       const sliceMs = Math.min((retryDelayMs(policy) + 2 * nodeTimeout) * 2 ** waits, Math.max(SLICE_MAX_MS, 4 * nodeTimeout));
       this.#contended = true;
