@@ -158,7 +158,10 @@ export class Semaphore {
     const begin = clock.now();
     const end = begin + policy.waitTimeout;
     const attempts: AttemptRecord[] = [];
-    const once: AttemptPolicy = { ...policy, retryCount: 0 };
+    // Exclusive, always: the safety argument is that each permit is a mutex. A shared permit would
+    // admit any number of holders (the option is refused by name too: options/names.ts).
+    const exclusive: AttemptPolicy = { ...policy, shared: false };
+    const once: AttemptPolicy = { ...exclusive, retryCount: 0 };
     const start = this.#offset;
     this.#offset = (this.#offset + 1) % this.permits;
     let stoppedBecause: LockAcquireError['stoppedBecause'] = 'wait budget exhausted';
@@ -224,7 +227,7 @@ export class Semaphore {
       const target = candidates[Math.floor(Math.random() * candidates.length)]!;
       const sliceMs = Math.min((retryDelayMs(policy) + 2 * nodeTimeout) * 2 ** waits, Math.max(SLICE_MAX_MS, 4 * nodeTimeout));
       this.#contended = true;
-      const permit = await tryPermit(target, { ...policy, retryCount: Infinity, waitTimeout: sliceMs });
+      const permit = await tryPermit(target, { ...exclusive, retryCount: Infinity, waitTimeout: sliceMs });
       if (permit) return permit;
       if (end - clock.now() < nodeTimeout) break;
       view = await this.#read(end);

@@ -143,6 +143,8 @@ describe('semaphore', () => {
     expect(await rejection(pool.acquire(1_000, { permits: 3 } as object))).toEqual(['QUORUMLOCK_ERR_UNKNOWN_OPTION', 'permits']);
     expect(await rejection(pool.using(1_000, 'work' as unknown as () => Promise<void>))).toEqual(['QUORUMLOCK_ERR_INVALID_ARG_TYPE', 'work']);
     expect(await rejection(pool.using(1_000, async () => {}, { reentrant: true } as object))).toEqual(['QUORUMLOCK_ERR_UNKNOWN_OPTION', 'reentrant']);
+    // A shared permit would let any number hold it.
+    expect(await rejection(pool.acquire(1_000, { shared: true } as object))).toEqual(['QUORUMLOCK_ERR_UNKNOWN_OPTION', 'shared']);
     // Nothing was written: no permit key exists on any master.
     for (const index of [0, 1]) expect(await servers.valuesOf(permitResource('s', index))).toEqual([null, null, null, null, null]);
   });
