@@ -7,14 +7,15 @@
  * 2. the server time of the exclusive acquire script before and after shared locks (which added
  *    one EXISTS per resource to it): INFO commandstats usec_per_call of EVALSHA over `calls`
  *    calls on one idle redis-server, the script text of commit `before` against today's, in
- *    alternating batches; the shared acquire script's beside them.
+ *    alternating batches; the shared acquire script's beside them; and the same for the
+ *    exclusive release script (which now also handles readers and wakes readers at the head).
  */
 import { execFileSync } from 'node:child_process';
 import Redis from 'ioredis';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
 import { Redlock } from '../src/index.js';
-import { acquireLua, acquireSharedLua } from '../src/lua/sources.js';
+import { acquireLua, acquireSharedLua, releaseLua } from '../src/lua/sources.js';
 import { EPOCH_KEY, resourceKeys } from '../src/store/keys.js';
 import { acquireArgs, sharedName, type AcquireRequest } from '../src/store/protocol.js';
 import { median, now, quantile } from './lib.js';
@@ -56,18 +57,20 @@ console.log(`  exclusive  median ${ms(samples.exclusive)}  p99 ${ms(samples.excl
 console.log(`  shared     median ${ms(samples.shared)}  p99 ${ms(samples.shared, 0.99)}`);
 
 // --- 2. server time of the acquire script ------------------------------------------------------
-/** The acquire script as shipped at commit `rev` (its sources.ts, after #include expansion). */
-function acquireLuaAt(rev: string): string {
+/** A script as shipped at commit `rev` (its sources.ts, after #include expansion). */
+function luaAt(rev: string, name: 'acquireLua' | 'releaseLua'): string {
   const sources = execFileSync('git', ['show', `${rev}:src/lua/sources.ts`], { encoding: 'utf8', maxBuffer: 64 << 20 });
-  const line = sources.split('\n').find((l) => l.startsWith('export const acquireLua = '));
-  if (!line) throw new Error(`no acquireLua at ${rev}`);
-  return JSON.parse(line.slice('export const acquireLua = '.length, -1)) as string;
+  const line = sources.split('\n').find((l) => l.startsWith(`export const ${name} = `));
+  if (!line) throw new Error(`no ${name} at ${rev}`);
+  return JSON.parse(line.slice(`export const ${name} = `.length, -1)) as string;
 }
 
 const one = await processBackend.start(1);
 const server = new Redis({ host: one.masters[0]!.host, port: one.masters[0]!.port });
 await new Redlock([server]).trustMembers();
-const scripts = { before: acquireLuaAt(values.before), after: acquireLua, shared: acquireSharedLua };
+const scripts = { before: luaAt(values.before, 'acquireLua'), after: acquireLua, shared: acquireSharedLua };
+const releases = { before: luaAt(values.before, 'releaseLua'), after: releaseLua };
+const releaseShas = { before: (await server.script('LOAD', releases.before)) as string, after: (await server.script('LOAD', releases.after)) as string };
 const shas = Object.fromEntries(
   await Promise.all(Object.entries(scripts).map(async ([name, lua]) => [name, (await server.script('LOAD', lua)) as string])),
 ) as Record<keyof typeof scripts, string>;
@@ -110,10 +113,32 @@ async function usecPerCall(name: keyof typeof scripts): Promise<number> {
   await new Redlock([server]).trustMembers();
   return Number(match[3]);
 }
+/** The exclusive release script's server time: each call finds its key (set by a plain SET) and deletes it. */
+async function usecPerRelease(name: keyof typeof releases): Promise<number> {
+  await server.config('RESETSTAT');
+  const tag = ++batch;
+  for (let done = 0; done < calls; done += 1000) {
+    const pipeline = server.pipeline();
+    for (let i = done; i < Math.min(calls, done + 1000); i++) {
+      const resource = `cr:${tag}:${i}`;
+      const keys = keysFor(name, resource).slice(0, -1);
+      pipeline.set(resource, `v${i}`, 'PX', 10_000);
+      pipeline.evalsha(releaseShas[name], keys.length, ...keys, `v${i}`);
+    }
+    await pipeline.exec();
+  }
+  const info = await server.info('commandstats');
+  const match = /cmdstat_evalsha:calls=(\d+),usec=(\d+),usec_per_call=([\d.]+)/.exec(info);
+  if (!match || Number(match[1]) !== calls) throw new Error(`unexpected commandstats: ${match?.[0]}`);
+  return Number(match[3]);
+}
 const readings: Record<keyof typeof scripts, number[]> = { before: [], after: [], shared: [] };
-for (let pass = 0; pass < Number(values.passes); pass++)
+const releaseReadings: Record<keyof typeof releases, number[]> = { before: [], after: [] };
+for (let pass = 0; pass < Number(values.passes); pass++) {
   for (const name of pass % 2 === 0 ? (['before', 'after', 'shared'] as const) : (['shared', 'after', 'before'] as const))
     readings[name].push(await usecPerCall(name));
+  for (const name of pass % 2 === 0 ? (['before', 'after'] as const) : (['after', 'before'] as const)) releaseReadings[name].push(await usecPerRelease(name));
+}
 server.disconnect();
 await one.stop();
 const show = (xs: number[]) => `median ${median(xs).toFixed(2)}, min ${Math.min(...xs).toFixed(2)} µs/call (passes: ${xs.map((x) => x.toFixed(2)).join(', ')})`;
@@ -121,3 +146,6 @@ console.log(`acquire script server time, INFO commandstats usec_per_call, ${call
 console.log(`  exclusive, before shared locks (${values.before})  ${show(readings.before)}`);
 console.log(`  exclusive, now                        ${show(readings.after)}`);
 console.log(`  shared (acquireShared.lua)            ${show(readings.shared)}`);
+console.log(`release script server time (exclusive, the key found and deleted), same method:`);
+console.log(`  before shared locks (${values.before})          ${show(releaseReadings.before)}`);
+console.log(`  now                                   ${show(releaseReadings.after)}`);
