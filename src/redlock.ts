@@ -213,7 +213,7 @@ export class Redlock {
     // After checkAcquireOptions: a non-object is refused there first, as before.
     checkOptionNames(options, acquireOptionNames);
     if (options?.reentrant !== undefined && checkBoolean('reentrant', options.reentrant)) {
-      const nested = this.#nested(names);
+      const nested = this.#nested(names, policy.shared);
       if (nested) return nested.lock;
     }
     // Not through #acquire: a returned promise would cost the hot path two more ticks.
@@ -274,7 +274,7 @@ export class Redlock {
     const threshold = checkExtendThreshold(options?.extendThreshold, ttl, this.settings);
     const maxExtensions = checkMaxExtensions(options?.maxExtensions);
     const policy = checkAcquireOptions(options, this.settings);
-    const nested = options?.reentrant !== undefined && checkBoolean('reentrant', options.reentrant) ? this.#nested(names) : undefined;
+    const nested = options?.reentrant !== undefined && checkBoolean('reentrant', options.reentrant) ? this.#nested(names, policy.shared) : undefined;
     if (nested) {
       // The outer using() keeps the lock extended and releases it; this one only runs the work.
       const { lock, depth } = nested;
@@ -301,14 +301,23 @@ export class Redlock {
   }
 
   /** `{ reentrant: true }`: a nested handle when this context holds `names` already (reentrancy.ts). */
-  #nested(names: readonly string[]) {
+  #nested(names: readonly string[], shared: boolean) {
     if (!this.#reentrancy)
       throw reentrancyError(
         names,
         1,
         'reentrant: true needs a Redlock made with maxReentrancy > 0 (e.g. new Redlock(clients, { maxReentrancy: 4 })): reentrancy is off by default',
       );
-    return this.#reentrancy.nest(this.#context, names);
+    const nested = this.#reentrancy.nest(this.#context, names);
+    // A shared lock cannot stand in for an exclusive one: that would be an upgrade, with other
+    // readers possibly holding beside it (docs/shared-locks.md). The other way round is fine.
+    if (nested?.lock.shared && !shared)
+      throw reentrancyError(
+        names,
+        nested.depth,
+        `reentrant exclusive acquire of ${names.join(', ')} inside a shared lock of them: a shared lock cannot be upgraded; take the outer lock exclusive`,
+      );
+    return nested;
   }
 
   /**

@@ -118,6 +118,29 @@ describe('shared locks', () => {
     await w.release();
   });
 
+  it('reentrancy: a shared lock is re-entered shared, never upgraded to exclusive; an exclusive one covers a shared re-entry', async () => {
+    const resource = fresh('shared-reentrant');
+    const redlock = new Redlock(servers.clients, { retryCount: 0, maxReentrancy: 2 });
+    await redlock.using(
+      resource,
+      5_000,
+      async (_signal, outer) => {
+        const inner = await redlock.acquire(resource, 5_000, { shared: true, reentrant: true });
+        expect(inner.shared).toBe(true);
+        expect(inner.value).toBe(outer.value); // the nested handle: no second entry on the members
+        await inner.release();
+        const upgrade = await redlock.acquire(resource, 5_000, { reentrant: true }).catch((error: unknown) => error);
+        expect(upgrade).toMatchObject({ code: 'QUORUMLOCK_ERR_REENTRANCY', message: expect.stringMatching(/cannot be upgraded/) });
+      },
+      { shared: true },
+    );
+    await redlock.using(resource, 5_000, async (_signal, outer) => {
+      const inner = await redlock.acquire(resource, 5_000, { shared: true, reentrant: true });
+      expect(inner.value).toBe(outer.value);
+      await inner.release();
+    });
+  });
+
   it('extend renews only its own entry, and an expired reader cannot be extended back', async () => {
     const resource = fresh('shared-extend');
     const redlock = new Redlock(servers.clients, { retryCount: 0 });
