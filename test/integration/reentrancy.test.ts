@@ -72,7 +72,7 @@ describe('reentrant acquire inside using()', () => {
     let fromTimer: Lock | undefined;
     await redlock.using(resource, 5_000, async () => {
       fromTimer = await new Promise<Lock>((resolve, reject) => {
-        setTimeout(() => redlock.acquire(resource, 5_000, { reentrant: true }).then(resolve, reject), 20);
+        setTimeout(() => void redlock.acquire(resource, 5_000, { reentrant: true }).then(resolve, reject), 20);
       });
     });
     expect(fromTimer?.released).toBe(true); // the outer using() released: the nested handle ended with it
