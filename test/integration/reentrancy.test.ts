@@ -51,7 +51,7 @@ describe('reentrant acquire inside using()', () => {
         expect(inner).toBeGreaterThan(0);
         expect(nested.signal).toBe(signal);
         const outerLeft = outer.remainingMs();
-      expect(nested.remainingMs()).toBeLessThanOrEqual(outerLeft);
+        expect(nested.remainingMs()).toBeLessThanOrEqual(outerLeft);
         expect(nested.value).toBe(outer.value);
 
         // Its release ends the nested handle only: the outer lock stays held on the members.
