@@ -54,14 +54,18 @@ const perCallHints = {
   maxReentrancy: constructorOnly,
 };
 
-export const redlockOptionNames = names('new Redlock()', ['driftFactor', ...retryNames, 'nodeTimeout', 'logger', 'clock', 'maxLockTtl', 'quarantine', 'maxReentrancy'], {
-  waitTimeout: 'is an acquire() option, per call',
-  signal: 'is an acquire() option, per call',
-  fencing: 'is an acquire() option, per call',
-  reentrant: 'is an acquire() and using() option, per call (the Redlock option is maxReentrancy)',
-  extendThreshold: 'is a using() option, per call',
-  maxExtensions: 'is a using() option, per call',
-});
+export const redlockOptionNames = names(
+  'new Redlock()',
+  ['driftFactor', ...retryNames, 'nodeTimeout', 'logger', 'clock', 'maxLockTtl', 'quarantine', 'maxReentrancy'],
+  {
+    waitTimeout: 'is an acquire() option, per call',
+    signal: 'is an acquire() option, per call',
+    fencing: 'is an acquire() option, per call',
+    reentrant: 'is an acquire() and using() option, per call (the Redlock option is maxReentrancy)',
+    extendThreshold: 'is a using() option, per call',
+    maxExtensions: 'is a using() option, per call',
+  },
+);
 
 export const acquireOptionNames = names('acquire()', acquireNames, {
   ...perCallHints,

@@ -84,7 +84,12 @@ describe('companionKey', () => {
   });
 
   it('keeps the key names single servers have always used', () => {
-    expect(resourceKeys(['orders:42'])).toEqual(['orders:42', '{orders:42}:quorumlock:line', '{orders:42}:quorumlock:leases', '{orders:42}:quorumlock:readers']);
+    expect(resourceKeys(['orders:42'])).toEqual([
+      'orders:42',
+      '{orders:42}:quorumlock:line',
+      '{orders:42}:quorumlock:leases',
+      '{orders:42}:quorumlock:readers',
+    ]);
     expect(resourceKeys(['{job}:a'])).toEqual(['{job}:a', '{job}:a:quorumlock:line', '{job}:a:quorumlock:leases', '{job}:a:quorumlock:readers']);
     expect(EPOCH_KEY).toBe('quorumlock:epoch');
   });
