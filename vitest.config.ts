@@ -4,6 +4,12 @@ import { missingRedisServer } from './test/harness/process.js';
 /** Tests that need no server: the algorithm on fake members, pure parts, the Lua model. */
 const unit = ['test/unit/**/*.test.ts', 'test/model/**/*.test.ts'];
 
+/**
+ * The chaos scenarios (faults against many clients for seconds each): `npm run test:chaos`, which
+ * CI runs after `npm test`, so that the default suite stays near two minutes on two cores.
+ */
+const chaos = ['test/chaos/chaos.test.ts', 'test/chaos/*-chaos.test.ts'];
+
 // The container backend's own tests need an engine; they run when that backend is chosen
 // (npm run test:containers), not as skipped tests in every other run.
 const containersOnly =
@@ -42,10 +48,14 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: [...unit, ...containersOnly],
+          exclude: [...unit, ...chaos, ...containersOnly],
           // Fails the run at once, with install instructions, when redis-server is missing.
           globalSetup: ['test/harness/global-setup.ts'],
         },
+      },
+      {
+        extends: true,
+        test: { name: 'chaos', include: chaos, exclude: containersOnly, globalSetup: ['test/harness/global-setup.ts'] },
       },
     ],
   },

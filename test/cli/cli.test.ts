@@ -84,7 +84,7 @@ describe('run', () => {
     expect(code).toBe(75);
     expect(stdout).toContain('child got SIGTERM');
     // Names the resource once, quoted, and says why in words (it read "lock on lost lost" once).
-    expect(stderr).toMatch(/quorumlock: lost the lock on "lost": its keys are gone on too many members .*; stopping the command: SIGTERM now, SIGKILL in /);
+    expect(stderr).toMatch(/quorumlock: lost the lock on "lost": its keys are gone on too many members .*; stopping the command: SIGTERM now, SIGKILL now/);
     expect(stderr).not.toMatch(/lost lost/);
     expect(ms).toBeLessThan(8000);
   });
