@@ -162,7 +162,8 @@ async function run(fault: Fault | 'pauses', options: { seconds: number; quaranti
       const follow = setInterval(() => {
         const at = performance.now();
         const remaining = leadership.remainingMs();
-        if (leadership.leading) reign.validUntil = Math.max(reign.validUntil, at + remaining);
+        // 0 is no reading: remainingMs() stops at 0, and after a stall at + 0 would be a deadline it never had.
+        if (leadership.leading && remaining > 0) reign.validUntil = Math.max(reign.validUntil, at + remaining);
       }, 10);
       void ended(leadership.signal).then(() => {
         clearInterval(follow);
@@ -265,6 +266,8 @@ function summary(name: string, outcome: Outcome): string {
     termViolations: outcome.terms,
     late: outcome.late,
     stalledPastDeadline: outcome.stalledPastDeadline,
+    // The exempted reigns too: a stalled leader is told only after its deadline, as documented.
+    lateIncludingStalled: lateSignals(outcome.reigns).map(({ term, lateByMs }) => ({ term, lateByMs: Math.round(lateByMs) })),
     minSignalSlackMs: Math.round(outcome.minSignalSlackMs),
     campaignWarnings: outcome.campaignWarnings,
     unfenced: outcome.unfenced,
