@@ -171,7 +171,9 @@ export class Election {
   #bounded<T>(call: Promise<T>): Promise<T | undefined> {
     const { clock, nodeTimeout } = this.#context.settings;
     return new Promise<T | undefined>((resolve, reject) => {
-      const timer = clock.setTimer(() => resolve(undefined), nodeTimeout);
+      // Decided in setImmediate after the timer: after a stall, Node runs expired timers before it
+      // reads the replies that arrived in time; the check phase comes after that read.
+      const timer = clock.setTimer(() => setImmediate(() => resolve(undefined)), nodeTimeout);
       call.then(
         (value) => {
           clock.clearTimer(timer);

@@ -6,8 +6,8 @@
  * won with (election.lua compares digests), so a record is never older than the lock it names.
  * A leader is reported when a quorum of counting members name the same (term, id): a quorum held
  * that leader's lock at the moment of reading, which no other holder can have had at the same
- * time (any two quorums share a member). Vacant when so few members hold the lock at all that no
- * holder can be counting on a quorum, even with every unheard member on its side. Otherwise (a
+ * time (any two quorums share a member). Vacant when no member that answered holds the lock key
+ * and too few are unheard for a holder to be counting on a quorum. Otherwise (a
  * handover under way, a new leader not yet recorded, members unheard) nobody is named.
  */
 import { driftMs } from '../clock/index.js';
@@ -50,6 +50,9 @@ export function judgeLeader(votes: readonly LeaderVote[], quorum: number, elapse
     const pttl = pttls.sort((a, b) => b - a)[quorum - 1]!;
     return { leader: { id, term, remainingMs: Math.max(0, pttl - elapsedMs - driftMs(pttl, driftFactor)) } };
   }
-  if (held + unheard < quorum) return { vacant: true };
+  // Vacant only when no member that answered holds the lock key at all, and too few could: a
+  // member restarted empty answers "absent" for a lock that still rests on it (its quarantine
+  // keeps everyone else out), so absences alone must not outvote a holder's remaining keys.
+  if (held === 0 && held + unheard < quorum) return { vacant: true };
   return { unknown: answered.length >= quorum ? 'undecided' : 'unavailable' };
 }

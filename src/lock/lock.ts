@@ -37,6 +37,11 @@ export interface HeldLock {
   deadline: number;
   votes: readonly MemberVote<LockAnswer | ExtendAnswer>[];
   fence: number | undefined;
+  /**
+   * A handle on a lock held elsewhere (a nested handle, lock/reentrancy.ts): no validity of its
+   * own, so no expiry timer and no 'lost' event of its own (the outer lock has both).
+   */
+  borrowed?: boolean;
 }
 
 /** What a Lock needs from its Redlock: the members and the settings. */
@@ -97,7 +102,7 @@ export class Lock implements AsyncDisposable {
     this.#votes = held.votes;
     this.fence = held.fence;
     // One boolean check when nobody listens: no timer for locks nobody observes.
-    this.#expiryWatched = channels.lost.hasSubscribers;
+    this.#expiryWatched = held.borrowed !== true && channels.lost.hasSubscribers;
     if (this.#expiryWatched) this.#armExpiry();
   }
 

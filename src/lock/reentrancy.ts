@@ -90,7 +90,15 @@ export class NestedLock extends Lock {
 
   /** @internal */
   constructor(context: LockContext, outer: Lock, depth: number) {
-    super(context, { id: `${outer.id}.${depth}`, resources: outer.resources, value: outer.value, deadline: 0, votes: outer.votes, fence: outer.fence });
+    super(context, {
+      id: `${outer.id}.${depth}`,
+      resources: outer.resources,
+      value: outer.value,
+      deadline: 0,
+      votes: outer.votes,
+      fence: outer.fence,
+      borrowed: true,
+    });
     this.outer = outer;
     this.depth = depth;
   }
@@ -111,9 +119,14 @@ export class NestedLock extends Lock {
     return this.outer.signal;
   }
 
-  /** Extends the outer lock (the only lock there is); resolves with this handle. */
+  /**
+   * Extends the outer lock (the only lock there is) when `ttl` reaches past what it has left;
+   * resolves with this handle. Never shortens it: the outer using() keeps it extended on its own
+   * schedule, which a shorter deadline set from inside would outrun.
+   */
   override extend(ttl: number): Promise<this> {
     if (this.#released) return Promise.reject(new LockExtendError(this.resources, 'released', [], 0));
+    if (ttl <= this.outer.remainingMs()) return Promise.resolve(this);
     return this.outer.extend(ttl).then(() => this);
   }
 

@@ -3,6 +3,7 @@
  */
 import type { Member } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
+import { isShared } from '../store/protocol.js';
 import { runRound } from './round.js';
 import { quorumOf } from './tally.js';
 import { isLocked, type LockAnswer } from './votes.js';
@@ -66,7 +67,10 @@ export async function fenceToken(
   // `readings` has holes where members were not waited for: for...of reads them as undefined.
   let proposed = 1;
   for (const reading of readings) if (reading) proposed = Math.max(proposed, reading.highest + 1);
-  for (let tries = 0; tries < 3; tries++) {
+  // Readers do not exclude each other, so many may propose on one counter at once and outbid one
+  // another; each try is one round, and the validity is checked after (acquire.ts).
+  const maxTries = isShared(value) ? 12 : 3;
+  for (let tries = 0; tries < maxTries; tries++) {
     let highest = 0;
     // The epochs a sync after this round may go to: those known before it is sent.
     const knownBefore = [...epochs];
