@@ -27,6 +27,7 @@ local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], to
 local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 -- #include _epoch.lua
 -- #include _fence.lua
+-- #include _acquired.lua
 
 -- The epoch of this server's data, read before anything is written: a member that is not a
 -- plain master is refused outright.
@@ -78,49 +79,7 @@ if heldFor == -1 and not forever and not ahead then
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ttl)
   end
-  if not epochId then
-    return 1
-  end
-  -- The same epoch this client already saw past its quarantine: still past it, no TIME needed.
-  if epochId == settled and not fencing then
-    return 1
-  end
-  local left = quarantineLeft(epoch, since, quarantine)
-  local status = 1
-  if left > 0 then
-    status = 3
-  end
-  if not fencing then
-    return {status, left, 0, 0, epochId}
-  end
-  local highest, trusted = fenceReading(epoch, n)
-  return {status, left, highest, trusted, epochId}
+  return granted(epoch, epochId, since, settled, quarantine, fencing, n)
 end
 
-local place = -1
-if lease > 0 then
-  for i = 1, n do
-    local line, leases = KEYS[n + i], KEYS[2 * n + i]
-    redis.call('ZADD', line, ticket, waiter)
-    redis.call('ZADD', leases, now() + lease, waiter)
-    -- The line vanishes by itself once every waiter in it is gone.
-    if redis.call('PTTL', line) < lease then
-      redis.call('PEXPIRE', line, lease)
-      redis.call('PEXPIRE', leases, lease)
-    end
-    place = math.max(place, redis.call('ZRANK', line, waiter))
-  end
-end
--- With fencing: the epoch, and whether it is past its quarantine (0: yes, -1: not known), so that
--- a fence sync may be bound to it (only an epoch past its quarantine may be synced: see fence.lua).
-local refused, settledLeft = epochId or '', -1
-if epochId and quarantine > 0 and fencing then
-  settledLeft = quarantineLeft(epoch, since, quarantine)
-end
-if forever then
-  return {0, -2, place, refused, settledLeft}
-end
-if heldFor == -1 then
-  return {2, -1, place, refused, settledLeft}
-end
-return {0, heldFor, place, refused, settledLeft}
+return refused(n, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)

@@ -29,6 +29,7 @@ if not isShared(value) or not isShared(waiter) then
 end
 -- #include _epoch.lua
 -- #include _fence.lua
+-- #include _acquired.lua
 -- #include _readers.lua
 
 local epochId, since
@@ -75,45 +76,7 @@ if heldFor == -1 and not forever and not ahead then
       redis.call('PEXPIRE', readers, ttl)
     end
   end
-  if not epochId then
-    return 1
-  end
-  if epochId == settled and not fencing then
-    return 1
-  end
-  local left = quarantineLeft(epoch, since, quarantine)
-  local status = 1
-  if left > 0 then
-    status = 3
-  end
-  if not fencing then
-    return {status, left, 0, 0, epochId}
-  end
-  local highest, trusted = fenceReading(epoch, n)
-  return {status, left, highest, trusted, epochId}
+  return granted(epoch, epochId, since, settled, quarantine, fencing, n)
 end
 
-local place = -1
-if lease > 0 then
-  for i = 1, n do
-    local line, leases = KEYS[n + i], KEYS[2 * n + i]
-    redis.call('ZADD', line, ticket, waiter)
-    redis.call('ZADD', leases, now() + lease, waiter)
-    if redis.call('PTTL', line) < lease then
-      redis.call('PEXPIRE', line, lease)
-      redis.call('PEXPIRE', leases, lease)
-    end
-    place = math.max(place, redis.call('ZRANK', line, waiter))
-  end
-end
-local refused, settledLeft = epochId or '', -1
-if epochId and quarantine > 0 and fencing then
-  settledLeft = quarantineLeft(epoch, since, quarantine)
-end
-if forever then
-  return {0, -2, place, refused, settledLeft}
-end
-if heldFor == -1 then
-  return {2, -1, place, refused, settledLeft}
-end
-return {0, heldFor, place, refused, settledLeft}
+return refused(n, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
