@@ -20,15 +20,13 @@ import { overlaps } from './checker.js';
 import { lateSignals, reignInterval, termViolations, type Reign } from './election-checker.js';
 import { killRestart, sleep, type Fault } from './faults.js';
 import { TcpProxy } from './proxy.js';
+import { clientOptions } from './scenarios.js';
 
 const CAMPAIGNERS = 5;
 const TTL = 1000;
 const ELECTION = 'chaos-leader';
 /** The 2nd, 5th, 8th ... leader is killed instead of resigning (if still leading then). */
 const KILL_EVERY = 3;
-
-/** As scenarios.ts: a member that is down or cut off simply does not vote (no offline queue, no re-send). */
-const clientOptions = { lazyConnect: true, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, retryStrategy: () => 20 } as const;
 
 const between = (min: number, max: number) => min + Math.random() * (max - min);
 

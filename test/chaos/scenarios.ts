@@ -93,9 +93,10 @@ const WAIT_TIMEOUT_MS = 5000;
  * SET would then land late on a healed or restarted member, which happens to hide the restart
  * hazard, and nothing guarantees it does.
  */
-const clientOptions = { lazyConnect: true, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, retryStrategy: () => 20 } as const;
+export const clientOptions = { lazyConnect: true, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, retryStrategy: () => 20 } as const;
 
-async function connectAll(addresses: readonly { host: string; port: number }[]): Promise<Redis[]> {
+/** Clients to `addresses` with clientOptions, connected; their errors (restarts, cuts) are expected. */
+export async function connectAll(addresses: readonly { host: string; port: number }[]): Promise<Redis[]> {
   const clients = addresses.map((address) => new Redis({ ...address, ...clientOptions }));
   for (const client of clients) client.on('error', () => {}); // restarts and cuts are the point here
   await Promise.all(clients.map((client) => client.connect()));

@@ -13,15 +13,13 @@ import { startMasters } from '../harness/index.js';
 import { contend, intervalOf, type Holding } from './checker.js';
 import { killRestart, minorityPause, type Fault } from './faults.js';
 import { TcpProxy } from './proxy.js';
+import { connectAll } from './scenarios.js';
 import { sharedViolations, type SharedInterval } from './shared-checker.js';
 
 const CLIENTS = 8;
 const TTL = 1000;
 const RESOURCE = 'chaos-shared';
 const isReader = (client: number) => client % 2 === 0;
-
-/** As scenarios.ts: a member that is down or cut off simply does not vote (no offline queue, no re-send). */
-const clientOptions = { lazyConnect: true, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, retryStrategy: () => 20 } as const;
 
 interface Outcome {
   holdings: Holding[];
@@ -56,9 +54,7 @@ async function run(fault: Fault, options: { seconds: number; proxied: boolean; h
     const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
     const redlocks: Redlock[] = [];
     for (let i = 0; i < CLIENTS; i++) {
-      const clients = addresses.map((address) => new Redis({ ...address, ...clientOptions }));
-      for (const client of clients) client.on('error', () => {});
-      await Promise.all(clients.map((client) => client.connect()));
+      const clients = await connectAll(addresses);
       connections.push(...clients);
       redlocks.push(new Redlock(clients, { nodeTimeout: 50, maxLockTtl: 2 * TTL, retryDelay: 50, retryJitter: 25 }));
     }
