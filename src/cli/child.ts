@@ -128,11 +128,15 @@ export function spawnChild(options: ChildOptions, lock: ChildLock, onStop: (stop
   const windowMs = stopWindowMs(options.thresholdMs, options.grace, options.nodeTimeout);
   // Re-checked at least every ttl/10: a failed extension may also have moved the deadline earlier.
   const checkEveryMs = Math.max(5, Math.floor(options.ttl / 10));
+  let settled = false;
   const check = () => {
+    if (settled) return;
     const left = lock.remainingMs();
     if (stopping) armKill();
     else if (left - KILL_MARGIN_MS <= windowMs) stop('failing');
-    checkTimer = setTimeout(check, stopping ? checkEveryMs : Math.max(5, Math.min(left - KILL_MARGIN_MS - windowMs, checkEveryMs)));
+    // Checked in setImmediate after the timer: after a stall, Node runs expired timers before it
+    // reads replies that arrived meanwhile, such as the extension that moved the deadline.
+    checkTimer = setTimeout(() => setImmediate(check), stopping ? checkEveryMs : Math.max(5, Math.min(left - KILL_MARGIN_MS - windowMs, checkEveryMs)));
   };
   // A lost lock guarantees nothing more (remainingMs() is 0): SIGTERM, and SIGKILL at once.
   const onAbort = () => stop('lost', lock.signal.reason);
@@ -141,6 +145,7 @@ export function spawnChild(options: ChildOptions, lock: ChildLock, onStop: (stop
   else lock.signal.addEventListener('abort', onAbort, { once: true });
 
   const settle = () => {
+    settled = true;
     lock.signal.removeEventListener('abort', onAbort);
     clearTimeout(checkTimer);
     clearTimeout(killTimer);

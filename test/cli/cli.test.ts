@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
-import { cli, killRunning, nodeCommand, runCli } from './spawn.js';
+import { cli, events, killRunning, nodeCommand, runCli } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -89,20 +89,21 @@ describe('run', () => {
     expect(ms).toBeLessThan(8000);
   });
 
-  it('a command that ignores SIGTERM after a lost lock is SIGKILLed after --grace', async () => {
+  it('a command that ignores SIGTERM after a lost lock is SIGKILLed at once, whatever --grace says (a lost lock guarantees nothing)', async () => {
     const holder = runCli(
       members,
       'stubborn',
       '1s',
       'process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => {}, 20000)',
-      ['--grace', '300ms'],
+      ['--grace', '10s', '--json'],
     );
     await holder.waitFor('holding');
     await Promise.all([t.clients[0]!.del('stubborn'), t.clients[1]!.del('stubborn'), t.clients[2]!.del('stubborn')]);
-    const { code, stdout, ms } = await holder.done;
+    const { code, stderr, ms } = await holder.done;
     expect(code).toBe(75);
-    expect(stdout).toContain('ignoring SIGTERM');
-    expect(ms).toBeLessThan(8000);
+    expect(events(stderr).find((event) => event.event === 'lost')).toMatchObject({ why: 'lost', killAfterMs: 0 });
+    expect(events(stderr).find((event) => event.event === 'exit')).toMatchObject({ commandExitCode: 137 });
+    expect(ms).toBeLessThan(8000); // not the 10 s --grace
   });
 
   it('forwards SIGTERM to the command, exits with its code, and releases the lock', async () => {
