@@ -71,10 +71,19 @@ fi
 
 # 4. The Docker-compatible API. --time=0: never exit for inactivity.
 #    A socket file alone proves nothing (it stays after the service dies), so ask the service itself.
+#    A service started from a directory that was deleted since (an earlier CI clone) answers, but
+#    every container it starts fails ("conmon: Failed to get working directory"): replace it.
+#    Started from / so that this cannot happen again.
+pid=$(cat "$DIR/service.pid" 2>/dev/null || true)
+if [ -n "$pid" ] && case "$(readlink "/proc/$pid/cwd" 2>/dev/null)" in *" (deleted)") true ;; *) false ;; esac; then
+  log "replacing the podman service (pid $pid): its working directory is gone"
+  kill "$pid" 2>/dev/null || true
+  sleep 0.5
+fi
 if ! podman --url "unix://$SOCKET" version >/dev/null 2>&1; then
   rm -f "$SOCKET"
   log "starting podman system service on $SOCKET"
-  nohup podman system service --time=0 "unix://$SOCKET" >"$DIR/service.log" 2>&1 </dev/null &
+  (cd / && exec nohup podman system service --time=0 "unix://$SOCKET" >"$DIR/service.log" 2>&1 </dev/null) &
   echo $! >"$DIR/service.pid"
   for _ in $(seq 50); do
     podman --url "unix://$SOCKET" version >/dev/null 2>&1 && break
