@@ -86,7 +86,8 @@ export async function status(resource: string, options: InspectOptions): Promise
   for (const p of probes) if (p.lock?.held && p.lock.owner) heldBy.set(p.lock.owner, (heldBy.get(p.lock.owner) ?? 0) + 1);
   const [owner, count] = [...heldBy.entries()].sort((a, b) => b[1] - a[1])[0] ?? [undefined, 0];
   const read = probes.filter((p) => p.lock !== undefined);
-  const freeOn = read.filter((p) => !p.lock!.held).length;
+  const sharedOn = read.filter((p) => !p.lock!.held && (p.lock!.readers ?? 0) > 0).length;
+  const freeOn = read.filter((p) => !p.lock!.held && !((p.lock!.readers ?? 0) > 0)).length;
   const unreachable = probes.filter((p) => !p.reachable).length;
   // Reachable, but the reads failed (an error): neither free nor held as far as we know.
   const unread = probes.length - read.length - unreachable;
@@ -98,6 +99,7 @@ export async function status(resource: string, options: InspectOptions): Promise
     owner: count >= quorum ? owner : undefined,
     heldOn: count,
     heldByOthers,
+    sharedOn,
     freeOn,
     unreachable,
     unread,
@@ -110,7 +112,7 @@ export async function status(resource: string, options: InspectOptions): Promise
       reach(p),
       roleText(p),
       latency(p),
-      p.lock ? (p.lock.held ? 'held' : 'free') : '-',
+      p.lock ? (p.lock.held ? 'held' : p.lock.readers ? `shared (${p.lock.readers})` : 'free') : '-',
       p.lock?.held && p.lock.pttlMs !== undefined ? (p.lock.pttlMs < 0 ? 'no ttl' : formatMs(p.lock.pttlMs)) : '-',
       p.lock?.owner ?? '-',
       epochText(p),
@@ -127,7 +129,17 @@ export async function status(resource: string, options: InspectOptions): Promise
  * members could be read.
  */
 function statusSummary(
-  s: { quorum: number; held: boolean; owner?: string | undefined; heldOn: number; heldByOthers: number; freeOn: number; unreachable: number; unread: number },
+  s: {
+    quorum: number;
+    held: boolean;
+    owner?: string | undefined;
+    heldOn: number;
+    heldByOthers: number;
+    sharedOn: number;
+    freeOn: number;
+    unreachable: number;
+    unread: number;
+  },
   total: number,
   topOwner: string | undefined,
 ): string {
@@ -137,7 +149,15 @@ function statusSummary(
     ...(s.unread > 0 ? [`${s.unread} could not be read`] : []),
   ];
   if (s.held) return `held by owner ${topOwner} on ${s.heldOn} of ${total} members (quorum ${s.quorum})${others.map((part) => `; ${part}`).join('')}`;
-  const parts = [...(s.heldOn > 0 ? [`owner ${topOwner} on ${s.heldOn}`] : []), `free on ${s.freeOn} of ${total} member${total === 1 ? '' : 's'}`, ...others];
+  // Readers (shared locks) hold it where no writer does: as held as a writer's lock for a writer.
+  if (s.sharedOn >= s.quorum)
+    return `held shared by readers on ${s.sharedOn} of ${total} members (quorum ${s.quorum})${others.map((part) => `; ${part}`).join('')}`;
+  const parts = [
+    ...(s.heldOn > 0 ? [`owner ${topOwner} on ${s.heldOn}`] : []),
+    ...(s.sharedOn > 0 ? [`held shared on ${s.sharedOn}`] : []),
+    `free on ${s.freeOn} of ${total} member${total === 1 ? '' : 's'}`,
+    ...others,
+  ];
   return `not held by a quorum (${parts.join('; ')}; quorum ${s.quorum} of ${total})`;
 }
 

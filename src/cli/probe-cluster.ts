@@ -7,7 +7,7 @@ import { slotOf } from '../store/slots.js';
 import { allClusterEpochKeys, clusterEpochKey, EPOCH_FIELDS } from '../store/keys.js';
 import { within } from './members.js';
 import { serverFacts } from '../store/server.js';
-import { epochOf, lockOf, message, msOf, unreachable, type EpochState, type MemberProbe, type ProbeOptions, type State } from './readings.js';
+import { epochOf, lockOf, message, msOf, readLock, unreachable, type EpochState, type MemberProbe, type ProbeOptions, type State } from './readings.js';
 
 /**
  * Resolves once the Cluster knows its slots (it is 'ready'); rejects at its first error (every
@@ -76,7 +76,7 @@ export async function probeCluster(cluster: Cluster, member: string, options: Pr
         // Any node's map will do (a paused node's would only come late); each node's own state.
         const shards = Promise.any(masters.map((node) => node.cluster('SLOTS') as unknown as Promise<SlotsReply>));
         const states = Promise.allSettled(masters.map((node) => node.cluster('INFO') as Promise<string>));
-        const lock = resource === undefined ? Promise.resolve(undefined) : Promise.all([cluster.get(resource), cluster.pttl(resource)]);
+        const lock = resource === undefined ? Promise.resolve(undefined) : readLock(cluster, resource);
         lock.catch(() => {}); // read below, after the rest
         // Round trips first, while nothing else is in flight: each node's second PING (the first
         // waits for its connection). A node that does not answer is not read further.
@@ -133,7 +133,7 @@ export async function probeCluster(cluster: Cluster, member: string, options: Pr
             errors.push(`node ${addressOf(node)}: ${message(failed.reason)}`);
         });
         const [heldReply] = held;
-        if (heldReply.status === 'rejected') errors.push(`GET/PTTL ${resource}: ${message(heldReply.reason)}`);
+        if (heldReply.status === 'rejected') errors.push(`GET/PTTL/ZRANGEBYSCORE ${resource}: ${message(heldReply.reason)}`);
         else if (heldReply.value !== undefined) result.lock = lockOf(heldReply.value);
 
         if (wanted === undefined && covered < 16384) errors.push(`${16384 - covered} slots are served by no node`);

@@ -5,7 +5,7 @@ import type { MemberClient } from '../members/id.js';
 import { EPOCH_FIELDS, EPOCH_KEY } from '../store/keys.js';
 import { serverFacts, whyNotCounting } from '../store/server.js';
 import { probeCluster } from './probe-cluster.js';
-import { epochOf, lockOf, message, msOf, unreachable, type MemberProbe, type ProbeOptions } from './readings.js';
+import { epochOf, lockOf, message, msOf, readLock, unreachable, type MemberProbe, type ProbeOptions } from './readings.js';
 
 export async function probe(client: MemberClient, member: string, options: ProbeOptions): Promise<MemberProbe> {
   if (client instanceof Cluster) return probeCluster(client, member, options);
@@ -26,7 +26,7 @@ export async function probe(client: MemberClient, member: string, options: Probe
       client.time(),
       client.hmget(EPOCH_KEY, ...EPOCH_FIELDS),
       client.info(),
-      options.resource === undefined ? Promise.resolve(undefined) : Promise.all([client.get(options.resource), client.pttl(options.resource)]),
+      options.resource === undefined ? Promise.resolve(undefined) : readLock(client, options.resource),
     ]);
     const server = serverFacts(info);
     result.role = server.role;

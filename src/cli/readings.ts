@@ -1,6 +1,7 @@
 /** What `status` and `members` read of a member, and how a reading is judged (shared by the server and the cluster probe). */
 import { createHash } from 'node:crypto';
-import { epochFields } from '../store/keys.js';
+import type { MemberClient } from '../members/id.js';
+import { epochFields, readersKeyOf } from '../store/keys.js';
 import type { ServerFacts } from '../store/server.js';
 
 export type State = 'trusted' | 'quarantined' | 'none' | 'stale';
@@ -45,7 +46,7 @@ export interface MemberProbe {
   epoch?: EpochState;
   version?: string;
   /** status only. */
-  lock?: { held: boolean; pttlMs?: number; owner?: string };
+  lock?: { held: boolean; pttlMs?: number; owner?: string; /** Live shared holders (readers), when any. */ readers?: number };
 }
 
 export interface ProbeOptions {
@@ -94,6 +95,21 @@ export function unreachable(member: string, error: unknown, options: ProbeOption
   return { member, reachable: false, error: last ? last.message : message(error) };
 }
 
-export function lockOf([value, pttl]: [string | null, number]): NonNullable<MemberProbe['lock']> {
-  return value === null ? { held: false } : { held: true, pttlMs: pttl, owner: fingerprint(value) };
+/**
+ * GET and PTTL of the lock key, the readers ZSET WITHSCORES and the member's TIME: a writer's hold
+ * (never its value: a fingerprint), and how many readers hold it shared now (entries whose end,
+ * on the member's clock, is still ahead).
+ */
+export function lockOf([value, pttl, readers, time]: [string | null, number, string[], (string | number)[]]): NonNullable<MemberProbe['lock']> {
+  const now = msOf(time);
+  let live = 0;
+  for (let i = 1; i < readers.length; i += 2) if (Number(readers[i]) > now) live++;
+  const lock: NonNullable<MemberProbe['lock']> = value === null ? { held: false } : { held: true, pttlMs: pttl, owner: fingerprint(value) };
+  if (live > 0) lock.readers = live;
+  return lock;
+}
+
+/** The reads lockOf() takes, on a server or through a Cluster client (all in the resource's slot, but TIME). */
+export function readLock(client: MemberClient, resource: string): Promise<[string | null, number, string[], (string | number)[]]> {
+  return Promise.all([client.get(resource), client.pttl(resource), client.zrangebyscore(readersKeyOf(resource), '-inf', '+inf', 'WITHSCORES'), client.time()]);
 }

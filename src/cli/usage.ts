@@ -68,10 +68,11 @@ elect: run the command only while this process leads the election <name> (docs/e
   --grace, --max-lock-ttl, --node-timeout, --json: as for run (--json events: elected, lost,
                           campaign, exit, failed)
 
-status <resource>: per member: reachable, role, PING latency, held or free, remaining PTTL, the
-  owner's fingerprint (first 8 hex chars of sha256 of the lock value; never the value), and the
-  restart quarantine (age of the member's epoch vs --max-lock-ttl, default 60s); then on how many
-  members it is held or free, and how many could not be read (exit 69 if any).
+status <resource>: per member: reachable, role, PING latency, held, shared (by how many readers)
+  or free, remaining PTTL, the owner's fingerprint (first 8 hex chars of sha256 of the lock value;
+  never the value), and the restart quarantine (age of the member's epoch vs --max-lock-ttl,
+  default 60s); then on how many members it is held, held shared or free, and how many could not
+  be read (exit 69 if any).
 members: health of the member set: role, epoch age and quarantine, latency, Redis version.
   Exits 69 when fewer than a quorum can vote: healthy (reachable masters) and past the restart
   quarantine; a set that answers but sits out its quarantine fails every lock. A cluster counts as a master

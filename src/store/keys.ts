@@ -86,6 +86,9 @@ export const leaderRecordKey = (resource: string, keyPrefix = '') => companionKe
 
 const READERS = 'quorumlock:readers';
 
+/** The readers of `resource` (shared locks): a ZSET of reader value → end of its hold on the member's clock. */
+export const readersKeyOf = (resource: string, keyPrefix = '') => companionKey(resource, READERS, keyPrefix);
+
 /** How isReservedName's refusal describes our names, for the argument error. */
 export const RESERVED_NAMES = `not starting with "${RESERVED_PREFIX}", not ending in ":${LINE}", ":${LEASES}" or ":${READERS}"`;
 

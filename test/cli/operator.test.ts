@@ -5,6 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describeError, memberStates, waitReason } from '../../src/cli/member-state.js';
+import { Redlock } from '../../src/index.js';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
 import { sleep } from '../integration/util.js';
 import { cli, cliOnTerminal, closedPort, events, killRunning, nodeCommand, hold, runCli } from './spawn.js';
@@ -321,6 +322,24 @@ describe('status: partial reads', () => {
     expect(stdout).not.toContain('everywhere');
     const json = JSON.parse((await cli(['status', 'partial', '--json', '--members', partial, '--timeout', '500ms']).done).stdout) as Record<string, unknown>;
     expect(json).toMatchObject({ held: false, freeOn: 1, unreachable: 2, heldOn: 0 });
+  });
+
+  it('a resource held by readers (shared locks) shows as held shared, not free', async () => {
+    const redlock = new Redlock(t.clients);
+    const readers = await Promise.all([redlock.acquire('read-only', 10_000, { shared: true }), redlock.acquire('read-only', 10_000, { shared: true })]);
+    try {
+      const { code, stdout } = await cli(['status', 'read-only', '--members', members]).done;
+      expect(code).toBe(0);
+      expect(stdout).toContain('read-only: held shared by readers on 3 of 3 members (quorum 2)');
+      expect(stdout).toContain('shared (2)');
+      const json = JSON.parse((await cli(['status', 'read-only', '--json', '--members', members]).done).stdout) as Record<string, unknown>;
+      expect(json).toMatchObject({ held: false, sharedOn: 3, freeOn: 0 });
+    } finally {
+      await Promise.all(readers.map((reader) => reader.release()));
+      await redlock.quit();
+    }
+    const { stdout } = await cli(['status', 'read-only', '--members', members]).done;
+    expect(stdout).toContain('read-only: not held by a quorum (free on 3 of 3 members; quorum 2 of 3)');
   });
 });
 
