@@ -10,6 +10,7 @@
  *     extensions fail (the stop margin, leadership.ts), at the latest at the deadline otherwise.
  * Who leads is read from the leader record (election.lua), judged by quorum (judge.ts).
  */
+import { nextTick } from 'node:process';
 import { LockAcquireError } from '../errors.js';
 import { checkAcquireOptions } from '../options/check.js';
 import type { Settings } from '../options/settings.js';
@@ -167,20 +168,29 @@ export class Election {
     return written.filter(Boolean).length;
   }
 
-  /** `call`'s answer, or undefined after nodeTimeout (the call itself is not cancelled: Redis cannot). */
+  /**
+   * `call`'s answer, or undefined after nodeTimeout (the call itself is not cancelled: Redis
+   * cannot). As in round.ts: the time runs from the tick that writes the command (members cork
+   * the socket for the tick and write it in a nextTick queued before ours), and silence is judged
+   * in setImmediate after the timer, once the replies that arrived during a stall have been read.
+   */
   #bounded<T>(call: Promise<T>): Promise<T | undefined> {
     const { clock, nodeTimeout } = this.#context.settings;
     return new Promise<T | undefined>((resolve, reject) => {
-      // Decided in setImmediate after the timer: after a stall, Node runs expired timers before it
-      // reads the replies that arrived in time; the check phase comes after that read.
-      const timer = clock.setTimer(() => setImmediate(() => resolve(undefined)), nodeTimeout);
+      let settled = false;
+      let timer: ReturnType<typeof clock.setTimer> | undefined;
+      nextTick(() => {
+        if (!settled) timer = clock.setTimer(() => setImmediate(() => resolve(undefined)), nodeTimeout);
+      });
       call.then(
         (value) => {
-          clock.clearTimer(timer);
+          settled = true;
+          if (timer !== undefined) clock.clearTimer(timer);
           resolve(value);
         },
         (error: unknown) => {
-          clock.clearTimer(timer);
+          settled = true;
+          if (timer !== undefined) clock.clearTimer(timer);
           reject(error instanceof Error ? error : new Error(String(error)));
         },
       );
