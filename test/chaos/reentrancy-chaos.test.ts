@@ -8,14 +8,11 @@
  * overlap. Without the quarantine the same restarts let two nested holders overlap, which shows
  * the scenario reaches the hazard.
  */
-import Redis from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { Redlock, type AcquireOptions, type Lock } from '../../src/index.js';
-import { startMasters } from '../harness/index.js';
-import { contend, intervalOf, overlaps, type Holding } from './checker.js';
+import { intervalOf, overlaps } from './checker.js';
 import { killRestart, minorityPause, type Fault } from './faults.js';
-import { TcpProxy } from './proxy.js';
-import { connectAll } from './scenarios.js';
+import { contest } from './contest.js';
 
 const CLIENTS = 4;
 const TTL = 1000;
@@ -50,50 +47,19 @@ function takeNested(redlock: Redlock, options: AcquireOptions): Promise<Lock> {
 }
 
 async function run(fault: Fault, options: { seconds: number; quarantine: boolean; proxied: boolean; hold: [number, number] }) {
-  const set = await startMasters(5);
-  const proxies: TcpProxy[] = [];
-  const connections: Redis[] = [];
-  try {
-    if (options.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
-    const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
-    const redlocks: Redlock[] = [];
-    for (let i = 0; i < CLIENTS; i++) {
-      const clients = await connectAll(addresses);
-      connections.push(...clients);
-      redlocks.push(
-        new Redlock(clients, { nodeTimeout: 50, maxLockTtl: 2 * TTL, quarantine: options.quarantine, retryDelay: 50, retryJitter: 25, maxReentrancy: 2 }),
-      );
-    }
-    await redlocks[0]!.trustMembers();
-    const stop = new AbortController();
-    const timer = setTimeout(() => stop.abort(), options.seconds * 1000);
-    const contenders = contend({
-      redlocks,
-      resource: RESOURCE,
-      ttl: TTL,
-      hold: options.hold,
-      acquire: { retryCount: Infinity, waitTimeout: 5_000 },
-      signal: stop.signal,
-      take: (redlock, _, acquire) => takeNested(redlock, acquire),
-    });
-    const injected = fault({
-      masters: set.masters,
-      proxies,
-      active: contenders.active,
-      memberIndex: (member) => addresses.findIndex(({ host, port }) => member === `${host}:${port}/0`),
-      ttl: TTL,
-      signal: stop.signal,
-    });
-    const [recorded, report] = await Promise.all([contenders.done, injected]).finally(() => {
-      clearTimeout(timer);
-      stop.abort();
-    });
-    return { holdings: recorded.holdings as Holding[], faults: report.counts, overlaps: overlaps(recorded.holdings.map(intervalOf)).count };
-  } finally {
-    for (const client of connections) client.disconnect();
-    await Promise.all(proxies.map((proxy) => proxy.close()));
-    await set.stop();
-  }
+  const { recording, faults } = await contest({
+    clients: CLIENTS,
+    redlockOptions: { nodeTimeout: 50, maxLockTtl: 2 * TTL, quarantine: options.quarantine, retryDelay: 50, retryJitter: 25, maxReentrancy: 2 },
+    proxied: options.proxied,
+    fault,
+    seconds: options.seconds,
+    resource: RESOURCE,
+    ttl: TTL,
+    hold: options.hold,
+    acquire: { retryCount: Infinity, waitTimeout: 5_000 },
+    take: (redlock, _, acquire) => takeNested(redlock, acquire),
+  });
+  return { holdings: recording.holdings, faults, overlaps: overlaps(recording.holdings.map(intervalOf)).count };
 }
 
 describe('reentrancy chaos (short runs)', () => {

@@ -7,14 +7,11 @@
  * permit alone never held twice. Without quarantine the same restart lets a third holder in,
  * which shows the checker and the scenario can see the hazard.
  */
-import Redis from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { Redlock } from '../../src/index.js';
-import { startMasters } from '../harness/index.js';
-import { contend, intervalOf, permitViolations, type Holding } from './checker.js';
+import type { Semaphore } from '../../src/index.js';
+import { intervalOf, permitViolations, type Holding } from './checker.js';
 import { killRestart, minorityPause, type Fault } from './faults.js';
-import { TcpProxy } from './proxy.js';
-import { connectAll } from './scenarios.js';
+import { contest } from './contest.js';
 
 const CLIENTS = 6;
 const PERMITS = 2;
@@ -31,57 +28,33 @@ interface Outcome {
 }
 
 async function run(fault: Fault, options: { seconds: number; quarantine: boolean; proxied: boolean; hold: [number, number] }): Promise<Outcome> {
-  const set = await startMasters(5);
-  const proxies: TcpProxy[] = [];
-  const connections: Redis[] = [];
-  try {
-    if (options.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
-    const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
-    const redlocks: Redlock[] = [];
-    for (let i = 0; i < CLIENTS; i++) {
-      const clients = await connectAll(addresses);
-      connections.push(...clients);
-      redlocks.push(new Redlock(clients, { nodeTimeout: 50, maxLockTtl: 2 * TTL, quarantine: options.quarantine, retryDelay: 50, retryJitter: 25 }));
-    }
-    await redlocks[0]!.trustMembers();
-    const pools = redlocks.map((redlock) => redlock.semaphore(SEMAPHORE, { permits: PERMITS }));
-    const stop = new AbortController();
-    const timer = setTimeout(() => stop.abort(), options.seconds * 1000);
-    const contenders = contend({
-      redlocks,
-      resource: SEMAPHORE,
-      ttl: TTL,
-      hold: options.hold,
-      acquire: { retryCount: Infinity, waitTimeout: 5_000 },
-      signal: stop.signal,
-      take: (_, client, acquire) => pools[client]!.acquire(TTL, acquire),
-    });
-    const injected = fault({
-      masters: set.masters,
-      proxies,
-      active: contenders.active,
-      memberIndex: (member) => addresses.findIndex(({ host, port }) => member === `${host}:${port}/0`),
-      ttl: TTL,
-      signal: stop.signal,
-    });
-    const [recorded, report] = await Promise.all([contenders.done, injected]).finally(() => {
-      clearTimeout(timer);
-      stop.abort();
-    });
-    const intervals = recorded.holdings.map((holding) => ({ ...intervalOf(holding), permit: holding.permit }));
-    const { maxOverlap, violations } = permitViolations(intervals, PERMITS);
-    let permitDoubles = 0;
-    for (let permit = 0; permit < PERMITS; permit++)
-      permitDoubles += permitViolations(
-        intervals.filter((interval) => interval.permit === permit),
-        1,
-      ).violations.length;
-    return { holdings: recorded.holdings, faults: report.counts, maxOverlap, violations, permitDoubles };
-  } finally {
-    for (const client of connections) client.disconnect();
-    await Promise.all(proxies.map((proxy) => proxy.close()));
-    await set.stop();
-  }
+  // One semaphore object per client, made on its first acquire (its permit rotation lives in it).
+  const pools = new Map<number, Semaphore>();
+  const { recording, faults } = await contest({
+    clients: CLIENTS,
+    redlockOptions: { nodeTimeout: 50, maxLockTtl: 2 * TTL, quarantine: options.quarantine, retryDelay: 50, retryJitter: 25 },
+    proxied: options.proxied,
+    fault,
+    seconds: options.seconds,
+    resource: SEMAPHORE,
+    ttl: TTL,
+    hold: options.hold,
+    acquire: { retryCount: Infinity, waitTimeout: 5_000 },
+    take: (redlock, client, acquire) => {
+      let pool = pools.get(client);
+      if (!pool) pools.set(client, (pool = redlock.semaphore(SEMAPHORE, { permits: PERMITS })));
+      return pool.acquire(TTL, acquire);
+    },
+  });
+  const intervals = recording.holdings.map((holding) => ({ ...intervalOf(holding), permit: holding.permit }));
+  const { maxOverlap, violations } = permitViolations(intervals, PERMITS);
+  let permitDoubles = 0;
+  for (let permit = 0; permit < PERMITS; permit++)
+    permitDoubles += permitViolations(
+      intervals.filter((interval) => interval.permit === permit),
+      1,
+    ).violations.length;
+  return { holdings: recording.holdings, faults, maxOverlap, violations, permitDoubles };
 }
 
 describe('semaphore chaos (short runs)', () => {

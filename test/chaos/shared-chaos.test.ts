@@ -6,14 +6,10 @@
  * holder's, readers' may overlap; fence tokens of readers and writers together strictly increase
  * against every writer's in the order of their acquisition (one counter per resource).
  */
-import Redis from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { Redlock } from '../../src/index.js';
-import { startMasters } from '../harness/index.js';
-import { contend, intervalOf, type Holding } from './checker.js';
+import { intervalOf, type Holding } from './checker.js';
 import { killRestart, minorityPause, type Fault } from './faults.js';
-import { TcpProxy } from './proxy.js';
-import { connectAll } from './scenarios.js';
+import { contest } from './contest.js';
 import { sharedViolations, type SharedInterval } from './shared-checker.js';
 
 const CLIENTS = 8;
@@ -46,54 +42,25 @@ function writerFenceViolations(holdings: readonly Holding[]): number {
 }
 
 async function run(fault: Fault, options: { seconds: number; proxied: boolean; hold: [number, number] }): Promise<Outcome> {
-  const set = await startMasters(5);
-  const proxies: TcpProxy[] = [];
-  const connections: Redis[] = [];
-  try {
-    if (options.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
-    const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
-    const redlocks: Redlock[] = [];
-    for (let i = 0; i < CLIENTS; i++) {
-      const clients = await connectAll(addresses);
-      connections.push(...clients);
-      redlocks.push(new Redlock(clients, { nodeTimeout: 50, maxLockTtl: 2 * TTL, retryDelay: 50, retryJitter: 25 }));
-    }
-    await redlocks[0]!.trustMembers();
-    const stop = new AbortController();
-    const timer = setTimeout(() => stop.abort(), options.seconds * 1000);
-    const contenders = contend({
-      redlocks,
-      resource: RESOURCE,
-      ttl: TTL,
-      hold: options.hold,
-      acquire: { retryCount: Infinity, waitTimeout: 5_000, fencing: true },
-      signal: stop.signal,
-      take: (redlock, client, acquire) => redlock.acquire(RESOURCE, TTL, { ...acquire, shared: isReader(client) }),
-    });
-    const injected = fault({
-      masters: set.masters,
-      proxies,
-      active: contenders.active,
-      memberIndex: (member) => addresses.findIndex(({ host, port }) => member === `${host}:${port}/0`),
-      ttl: TTL,
-      signal: stop.signal,
-    });
-    const [recorded, report] = await Promise.all([contenders.done, injected]).finally(() => {
-      clearTimeout(timer);
-      stop.abort();
-    });
-    const intervals: SharedInterval[] = recorded.holdings.map((holding) => ({ ...intervalOf(holding), shared: isReader(holding.client) }));
-    return {
-      holdings: recorded.holdings,
-      faults: report.counts,
-      verdict: sharedViolations(intervals),
-      fenceViolations: writerFenceViolations(recorded.holdings),
-    };
-  } finally {
-    for (const client of connections) client.disconnect();
-    await Promise.all(proxies.map((proxy) => proxy.close()));
-    await set.stop();
-  }
+  const { recording, faults } = await contest({
+    clients: CLIENTS,
+    redlockOptions: { nodeTimeout: 50, maxLockTtl: 2 * TTL, retryDelay: 50, retryJitter: 25 },
+    proxied: options.proxied,
+    fault,
+    seconds: options.seconds,
+    resource: RESOURCE,
+    ttl: TTL,
+    hold: options.hold,
+    acquire: { retryCount: Infinity, waitTimeout: 5_000, fencing: true },
+    take: (redlock, client, acquire) => redlock.acquire(RESOURCE, TTL, { ...acquire, shared: isReader(client) }),
+  });
+  const intervals: SharedInterval[] = recording.holdings.map((holding) => ({ ...intervalOf(holding), shared: isReader(holding.client) }));
+  return {
+    holdings: recording.holdings,
+    faults,
+    verdict: sharedViolations(intervals),
+    fenceViolations: writerFenceViolations(recording.holdings),
+  };
 }
 
 describe('shared-lock chaos (short runs)', () => {
