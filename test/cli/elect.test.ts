@@ -2,25 +2,15 @@
  * `quorumlock elect` as a user runs it: child processes (node --import tsx src/cli/main.ts)
  * against three real redis-server masters.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestMasters, type TestMasters } from '../integration/masters.js';
-import { cli, events, killRunning, nodeCommand, type Cli } from './spawn.js';
+import { describe, expect, it } from 'vitest';
+import type { TestMasters } from '../integration/masters.js';
+import { cli, events, nodeCommand, type Cli, withMasters } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
-
-beforeAll(async () => {
-  t = await startTestMasters(3);
-  members = t.masters.map((master) => `redis://${master.host}:${master.port}`).join(',');
-});
-
-afterEach(async () => {
-  killRunning();
-  await t.resumeAll();
-});
-
-afterAll(async () => {
-  await t?.close();
+withMasters(3, (masters, urls) => {
+  t = masters;
+  members = urls;
 });
 
 /**

@@ -3,28 +3,18 @@
  * words, cron flags, stopping the command by the lock's deadline, partial status reads, and trust's
  * confirmation; a child process against three real redis-server masters.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { describeError, memberStates, waitReason } from '../../src/cli/member-state.js';
 import { Redlock } from '../../src/index.js';
-import { startTestMasters, type TestMasters } from '../integration/masters.js';
+import type { TestMasters } from '../integration/masters.js';
 import { sleep } from '../integration/util.js';
-import { cli, cliOnTerminal, closedPort, events, killRunning, nodeCommand, hold, runCli } from './spawn.js';
+import { cli, cliOnTerminal, closedPort, events, nodeCommand, hold, runCli, withMasters } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
-
-beforeAll(async () => {
-  t = await startTestMasters(3);
-  members = t.masters.map((master) => `redis://${master.host}:${master.port}`).join(',');
-});
-
-afterEach(async () => {
-  killRunning();
-  await t.resumeAll();
-});
-
-afterAll(async () => {
-  await t?.close();
+withMasters(3, (masters, urls) => {
+  t = masters;
+  members = urls;
 });
 
 describe('run: when the lock is not had', () => {

@@ -2,6 +2,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { startTestMasters, type TestMasters } from '../integration/masters.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -104,4 +106,23 @@ export async function hold(members: string, resource: string, ttl = '10s'): Prom
   const holder = runCli(members, resource, ttl, 'console.log("holding"); setTimeout(() => {}, 30000)');
   await holder.waitFor('holding');
   return holder;
+}
+
+/**
+ * For a test file: `count` real masters started before its tests, resumed (and every CLI child
+ * killed) after each test, closed after the file. `ready` gets them and their redis:// URLs.
+ */
+export function withMasters(count: number, ready: (masters: TestMasters, members: string) => void): void {
+  let masters: TestMasters | undefined;
+  beforeAll(async () => {
+    masters = await startTestMasters(count);
+    ready(masters, masters.masters.map((master) => `redis://${master.host}:${master.port}`).join(','));
+  });
+  afterEach(async () => {
+    killRunning();
+    await masters?.resumeAll();
+  });
+  afterAll(async () => {
+    await masters?.close();
+  });
 }
