@@ -3,25 +3,15 @@
  * against three real redis-server masters.
  */
 import { createHash } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTestMasters, type TestMasters } from '../integration/masters.js';
-import { cli, events, killRunning, nodeCommand, runCli } from './spawn.js';
+import { describe, expect, it } from 'vitest';
+import type { TestMasters } from '../integration/masters.js';
+import { cli, events, nodeCommand, runCli, withMasters } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
-
-beforeAll(async () => {
-  t = await startTestMasters(3);
-  members = t.masters.map((master) => `redis://${master.host}:${master.port}`).join(',');
-});
-
-afterEach(async () => {
-  killRunning();
-  await t.resumeAll();
-});
-
-afterAll(async () => {
-  await t?.close();
+withMasters(3, (masters, urls) => {
+  t = masters;
+  members = urls;
 });
 
 describe('run', () => {
@@ -80,9 +70,10 @@ describe('run', () => {
     await holder.waitFor('holding');
     // Another party takes the keys away on a majority: the next extension fails.
     await Promise.all([t.clients[0]!.del('lost'), t.clients[1]!.del('lost')]);
-    const { code, stdout, stderr, ms } = await holder.done;
+    const { code, stderr, ms } = await holder.done;
     expect(code).toBe(75);
-    expect(stdout).toContain('child got SIGTERM');
+    // SIGTERM and SIGKILL go out together for a lost lock, so whether the child's SIGTERM handler
+    // gets to print first is a race: the CLI's own account is what is asserted.
     // Names the resource once, quoted, and says why in words (it read "lock on lost lost" once).
     expect(stderr).toMatch(/quorumlock: lost the lock on "lost": its keys are gone on too many members .*; stopping the command: SIGTERM now, SIGKILL now/);
     expect(stderr).not.toMatch(/lost lost/);
