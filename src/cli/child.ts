@@ -14,6 +14,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Lock } from '../index.js';
 
+/** The signals run and elect forward to their command (and that end a wait before it runs). */
+export const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 export const signalCode = (signal: NodeJS.Signals) => 128 + (constants.signals[signal] ?? 0);
 
 /** SIGKILL goes out this long before the deadline, so that it lands (and the process dies) by then. */

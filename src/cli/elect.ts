@@ -11,11 +11,12 @@
  * command, after which elect resigns and exits with the command's code; while campaigning, they
  * end the campaign (128+n).
  */
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
+import { commonFlags, parse, required } from './args.js';
 import { LeadershipLostError, Redlock, type Leadership } from '../index.js';
 import { defaults } from '../options/settings.js';
 import { EXTEND_SHARE } from '../election/leadership.js';
-import { signalCode, spawnChild, SpawnError, type ChildLock, type RunningChild } from './child.js';
+import { FORWARDED, signalCode, spawnChild, SpawnError, type ChildLock, type RunningChild } from './child.js';
 import { parseDuration } from './duration.js';
 import { EXIT, UsageError } from './errors.js';
 import { connect, parseMembers, readTls, type MemberUrl, type Tls } from './members.js';
@@ -36,14 +37,8 @@ export interface ElectOptions {
   err: NodeJS.WriteStream;
 }
 
-const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
 const electOptions = {
-  members: { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  'max-lock-ttl': { type: 'string' },
-  'tls-ca': { type: 'string' },
+  ...commonFlags,
   name: { type: 'string' },
   ttl: { type: 'string' },
   id: { type: 'string' },
@@ -55,21 +50,14 @@ const electOptions = {
 export async function electCommand(args: string[], help: () => number): Promise<number> {
   const split = args.indexOf('--');
   const own = split === -1 ? args : args.slice(0, split);
-  let parsed;
-  try {
-    parsed = parseArgs({ args: own, options: electOptions, allowPositionals: true, strict: true });
-  } catch (error) {
-    throw new UsageError(`elect: ${(error as Error).message.replace(/\. To specify a positional argument.*$/s, '')}`);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parse(own, electOptions, 'elect');
   if (values.help) return help();
   if (positionals.length > 0)
     throw new UsageError(
       `elect: unexpected argument "${positionals[0]}": put the command after --, e.g. quorumlock elect --name scheduler --ttl 10s -- ./scheduler`,
     );
-  if (values.name === undefined || values.name === '') throw new UsageError('elect: --name is required', '--name');
-  if (values.ttl === undefined) throw new UsageError('elect: --ttl is required', '--ttl');
-  const ttl = parseDuration('--ttl', values.ttl);
+  const name = required(values.name, '--name', 'elect');
+  const ttl = parseDuration('--ttl', required(values.ttl, '--ttl', 'elect'));
   const command = split === -1 ? [] : args.slice(split + 1);
   if (command.length === 0) throw new UsageError('elect: no command: put it after --, e.g. quorumlock elect --name scheduler --ttl 10s -- ./scheduler', '--');
   const maxLockTtl = values['max-lock-ttl'] === undefined ? Math.max(defaults.maxLockTtl, ttl) : parseDuration('--max-lock-ttl', values['max-lock-ttl']);
@@ -77,7 +65,7 @@ export async function electCommand(args: string[], help: () => number): Promise<
   const nodeTimeout = values['node-timeout'] === undefined ? 50 : parseDuration('--node-timeout', values['node-timeout']);
   return elect({
     members: parseMembers(values.members),
-    name: values.name,
+    name,
     ttl,
     id: values.id,
     grace: values.grace === undefined ? 10_000 : parseDuration('--grace', values.grace, { allowZero: true }),

@@ -5,7 +5,8 @@
  */
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
+import { commonFlags, parse, required } from './args.js';
 import { parseDuration } from './duration.js';
 import { EXIT, UsageError } from './errors.js';
 import { members as membersCommand, status as statusCommand, trust as trustCommand, type InspectOptions } from './inspect.js';
@@ -15,23 +16,15 @@ import { electCommand } from './elect.js';
 import { USAGE } from './usage.js';
 import { defaults } from '../options/settings.js';
 
-const common = {
-  members: { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  'max-lock-ttl': { type: 'string' },
-  'tls-ca': { type: 'string' },
-} as const satisfies ParseArgsConfig['options'];
-
 const inspectOptions = {
-  ...common,
+  ...commonFlags,
   timeout: { type: 'string' },
   floor: { type: 'string' },
   yes: { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 
 const runOptions = {
-  ...common,
+  ...commonFlags,
   resource: { type: 'string' },
   ttl: { type: 'string' },
   wait: { type: 'string' },
@@ -44,20 +37,6 @@ const runOptions = {
 
 /** Why `trust` wants --yes: it is the one step that can break mutual exclusion when misused. */
 const TRUST_CONFIRM = `trust: refusing without --yes. trust declares every member brand new and ends its restart quarantine at once. It is a one-time step for a brand-new deployment whose masters never held a lock. Never run it for members that restarted empty or were flushed while locks may have been held: the quarantine is what keeps a lock they forgot from being granted twice. Check \`quorumlock members\` first, then run \`quorumlock trust --yes\``;
-
-function parse<O extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: O, command: string) {
-  try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (error) {
-    // node's messages name the flag: "Unknown option '--foo'", "Option '--ttl <value>' argument missing".
-    throw new UsageError(`${command}: ${(error as Error).message.replace(/\. To specify a positional argument.*$/s, '')}`);
-  }
-}
-
-function required(value: string | undefined, flag: string, command: string): string {
-  if (value === undefined || value === '') throw new UsageError(`${command}: ${flag} is required`, flag);
-  return value;
-}
 
 async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore-fencing', args: string[], out: (text: string) => void): Promise<number> {
   const { values, positionals } = parse(args, inspectOptions, command);

@@ -6,7 +6,7 @@ import { keepExtended } from '../lock/keep-extended.js';
 import { checkExtendThreshold, minTtl } from '../options/check.js';
 import { defaults } from '../options/settings.js';
 import { describeVotes, type MemberVote } from '../quorum/votes.js';
-import { extensionThreshold, signalCode, spawnChild, SpawnError, type RunningChild, type Stopping } from './child.js';
+import { extensionThreshold, FORWARDED, signalCode, spawnChild, SpawnError, type RunningChild, type Stopping } from './child.js';
 import { formatMs } from './duration.js';
 import { EXIT, RESERVED_EXIT_CODES } from './errors.js';
 import { memberStates, statesText, waitReason, type MemberState } from './member-state.js';
@@ -32,8 +32,6 @@ export interface RunOptions {
   /** Where the CLI's own messages go (stderr). */
   err: NodeJS.WriteStream;
 }
-
-const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 type Say = (event: string, text: string | undefined, data?: Record<string, unknown>) => void;
 
