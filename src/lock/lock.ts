@@ -295,8 +295,9 @@ export class Lock implements AsyncDisposable {
     const round = await releaseOn(members, settings, this.resources, this.value, 'quorum', limitMs);
     // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
     const freed = round.won;
-    if (freed && debugging(settings.logger)) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
-    else
+    if (freed) {
+      if (debugging(settings.logger)) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
+    } else
       settings.logger.warn(
         { resources: this.resources, votes: describeVotes(round.votes, 'released') },
         'lock release not confirmed by a quorum; the keys expire by their TTL',

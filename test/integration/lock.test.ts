@@ -229,6 +229,21 @@ describe('acquire', () => {
 });
 
 describe('extend and release', () => {
+  it('a confirmed release logs no warning with a logger at info (pino in production): only an unconfirmed one warns', async () => {
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) });
+    const redlock = new Redlock(servers.clients, { logger, retryCount: 0 });
+    const lock = await redlock.acquire(fresh('quiet-release'), 10_000);
+    expect((await lock.release()).freed).toBe(true);
+    expect(lines.filter((line) => line.level >= 40)).toEqual([]);
+
+    // Three of five paused: the release cannot be confirmed, and that one does warn.
+    const other = await redlock.acquire(fresh('loud-release'), 10_000);
+    for (const index of [0, 1, 2]) await servers.masters[index]!.pause();
+    expect((await other.release()).freed).toBe(false);
+    expect(lines.filter((line) => line.level === 40).map((line) => line.msg)).toEqual(['lock release not confirmed by a quorum; the keys expire by their TTL']);
+  });
+
   it('only the owner can extend or release', async () => {
     const redlock = new Redlock(servers.clients);
     const resource = fresh('owner');
