@@ -23,7 +23,6 @@ import {
 } from './options/check.js';
 import { acquireOptionNames, checkOptionNames, tryAcquireOptionNames, usingOptionNames } from './options/names.js';
 import type { AcquireOptions, AttemptPolicy, RedlockOptions, Settings, UsingOptions } from './options/settings.js';
-import { newWaiterId } from './waiting/line.js';
 import { Notifications } from './waiting/notifications.js';
 import { keepExtended } from './lock/keep-extended.js';
 import { Reentrancy, reentrancyError } from './lock/reentrancy.js';
@@ -217,13 +216,13 @@ export class Redlock {
       if (nested) return nested.lock;
     }
     // Not through #acquire: a returned promise would cost the hot path two more ticks.
-    const lockId = newWaiterId();
+    const lockId = this.#notifications.newWaiterId();
     return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
   }
 
   /** acquire() for using(), whose options (acquire's and its own) are checked already. */
   async #acquire(names: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Lock> {
-    const lockId = newWaiterId();
+    const lockId = this.#notifications.newWaiterId();
     return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
   }
 
@@ -241,7 +240,7 @@ export class Redlock {
     // Named, not spread (a spread costs ~2 µs): what one attempt can use, as before.
     const { signal, fencing, waitTimeout, shared } = options as AcquireOptions;
     const policy = checkAcquireOptions({ signal, fencing, waitTimeout, shared, retryCount: 0 }, this.settings);
-    const lockId = newWaiterId();
+    const lockId = this.#notifications.newWaiterId();
     // 'taken' is an answer here, not a failure: so it is for tracers too.
     const won = await this.#traced(lockId, names, ttl, () =>
       this.#loop(lockId, names, ttl, policy).catch((error: unknown) => {
@@ -331,6 +330,7 @@ export class Redlock {
       context: this.#context,
       clients: this.#clients,
       acquire: (lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy) => this.#loop(lockId, resources, ttl, policy),
+      newLockId: () => this.#notifications.newWaiterId(),
     };
     return new Semaphore(host, checked, permits);
   }

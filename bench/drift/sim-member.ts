@@ -173,7 +173,11 @@ const scripts: Record<string, Script> = {
       // Shared holders exist only once a shared acquire ran (quorumlockAcquireShared), which is not simulated.
       if (m.exists(keys[3 * n + i]!)) m.unsupported('shared holders');
     }
-    if (heldFor !== -1) return acquireReply.refused('taken', heldFor);
+    if (heldFor !== -1) {
+      // A refusal leaves no key holding this value (_acquired.lua, refused).
+      for (let i = 0; i < n; i++) if (m.get(keys[i]!) === value) m.del(keys[i]!);
+      return acquireReply.refused('taken', heldFor);
+    }
     for (let i = 0; i < n; i++) m.setPx(keys[i]!, value, ttlMs);
     if (quarantineMs === 0) return acquireReply.settled();
     // The epoch's id is its since (unique enough here: the simulation never restarts a member twice in a ms).

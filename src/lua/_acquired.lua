@@ -31,7 +31,20 @@ end
 -- held, -2: held without an expiry); place = 0-based place in the longest line (-1: not in line);
 -- with fencing, the epoch and whether it is past its quarantine (0: yes, -1: not known), so that a
 -- fence sync may be bound to it (only an epoch past its quarantine may be synced: see fence.lua).
-local function refused(n, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
+--
+-- A refusal also leaves no key or reader entry holding `value` here. The value is new for each
+-- attempt, so one could only come from an earlier run of this same call: ioredis re-sends a call
+-- that got no answer when it reconnects (realities.md), and the second run then finds the first
+-- run's keys and refuses. Cleared here, a refusal is proof that nothing of this attempt is left
+-- on the member, and the attempt's rollback skips it (src/quorum/release.ts, rollback).
+local function refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
+  for i = 1, n do
+    if isShared(value) then
+      redis.call('ZREM', KEYS[3 * n + i], value)
+    elseif redis.call('GET', KEYS[i]) == value then
+      redis.call('DEL', KEYS[i])
+    end
+  end
   local place = -1
   if lease > 0 then
     for i = 1, n do

@@ -17,12 +17,24 @@ local function malformed(expected)
   return redis.error_reply('quorumlock: expected 4 keys per resource (lock, line, leases, readers)' .. expected .. ', got ' .. #KEYS)
 end
 
--- The channel a waiter listens on: WAITER_CHANNEL .. its id (keys.ts, waiterChannel).
-local WAITER_CHANNEL = 'quorumlock:waiter:'
 
 -- A shared (reader) lock's value and waiter id start with SHARED_MARK (protocol.ts, SHARED_MARK:
 -- a character no exclusive value or waiter id contains).
 local SHARED_MARK = '~'
 local function isShared(name)
   return string.sub(name, 1, 1) == SHARED_MARK
+end
+
+-- The prefix of the channel a waiter listens on (keys.ts, waiterChannel).
+local WAITER_CHANNEL = 'quorumlock:waiter:'
+
+-- Tells `waiter` it is first in line: on its listener's channel (the id up to its last '.',
+-- without SHARED_MARK: keys.ts, waiterChannel), the message its id.
+local function notify(waiter)
+  local id = waiter
+  if isShared(id) then
+    id = string.sub(id, #SHARED_MARK + 1)
+  end
+  local listener = string.match(id, '^(.*)%.[^.]*$') or id
+  redis.call('PUBLISH', WAITER_CHANNEL .. listener, waiter)
 end

@@ -41,7 +41,7 @@ local function wakeHead(i, n)
   end
   if not isShared(head) then
     if liveReaders(KEYS[3 * n + i]) == 0 then
-      redis.call('PUBLISH', WAITER_CHANNEL .. head, lock)
+      notify(head)
     end
     return
   end
@@ -49,6 +49,6 @@ local function wakeHead(i, n)
     if not isShared(waiter) then
       return
     end
-    redis.call('PUBLISH', WAITER_CHANNEL .. waiter, lock)
+    notify(waiter)
   end
 end

@@ -79,4 +79,4 @@ if heldFor == -1 and not forever and not ahead then
   return granted(epoch, epochId, since, settled, quarantine, fencing, n)
 end
 
-return refused(n, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
+return refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)

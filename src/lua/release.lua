@@ -3,8 +3,8 @@
 -- An exclusive value: deletes each lock key that still holds it; leaves keys of other owners
 -- alone. A shared value (SHARED_MARK first): removes its entry from each readers ZSET, and
 -- touches nothing else. Where a line of waiters exists and the resource is now free for its head,
--- PUBLISHes to the channel of the waiter now first in line only (WAITER_CHANNEL .. id), or of the
--- readers at the head (wakeHead): one message per waiter woken, however long the line.
+-- PUBLISHes the id of the waiter now first in line only, or of the readers at the head, each on
+-- its listener's channel (wakeHead, notify): one message per waiter woken, however long the line.
 -- Returns how many lock keys (or reader entries) were deleted.
 -- #include _compat.lua
 -- #include _keys.lua

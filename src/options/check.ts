@@ -132,8 +132,11 @@ export function checkResources(resources: unknown): string[] {
   const list = typeof resources === 'string' ? [resources] : resources;
   if (!Array.isArray(list)) throw argumentError(TypeError, 'resources', `must be a non-empty string or a non-empty array of strings, got ${show(list)}`);
   if (list.length === 0) throw argumentError(RangeError, 'resources', 'must be a non-empty string or a non-empty array of strings, got an empty array');
-  const seen = new Set<string>();
-  list.forEach((name: unknown, index) => {
+  // Runs on every acquire: a plain loop, and a set of the names seen only for several.
+  const seen = list.length > 1 ? new Set<string>() : undefined;
+  const names: string[] = [];
+  for (let index = 0; index < list.length; index++) {
+    const name: unknown = list[index];
     if (typeof name !== 'string' || name.length === 0) {
       throw argumentError(TypeError, `resources[${index}]`, `must be a non-empty string, got ${show(name)}`);
     }
@@ -144,10 +147,11 @@ export function checkResources(resources: unknown): string[] {
         `must be a name outside quorumlock's own (${RESERVED_NAMES}): those are the member's epoch and the lines of waiters, got ${show(name)}`,
       );
     }
-    if (seen.has(name)) throw argumentError(RangeError, `resources[${index}]`, `repeats ${JSON.stringify(name)}: each resource may appear once`);
-    seen.add(name);
-  });
-  return [...list] as string[];
+    if (seen?.has(name)) throw argumentError(RangeError, `resources[${index}]`, `repeats ${JSON.stringify(name)}: each resource may appear once`);
+    seen?.add(name);
+    names.push(name);
+  }
+  return names;
 }
 
 /**

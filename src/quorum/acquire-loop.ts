@@ -12,8 +12,7 @@
  * waiter for several resources keeps its places only by turns (LineTurns), so that it cannot keep
  * a free resource from everyone for as long as another of its resources is held.
  */
-import pTimeout from 'p-timeout';
-import { driftMs, timersOf } from '../clock/index.js';
+import { driftMs } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
 import { LockAcquireError, type AttemptRecord } from '../errors.js';
 import type { Member } from '../members/member.js';
@@ -21,7 +20,7 @@ import { debugging, type AttemptPolicy, type Settings } from '../options/setting
 import { attemptLock, type AttemptResult } from './acquire.js';
 import { quorumOf } from './tally.js';
 import { describeVotes, type MemberVote } from './votes.js';
-import { leaseFor, LineTurns, newWaiterId, type Waiter } from '../waiting/line.js';
+import { leaseFor, LineTurns, type Waiter } from '../waiting/line.js';
 import { sharedName } from '../store/protocol.js';
 import type { Notifications, Watch } from '../waiting/notifications.js';
 
@@ -70,7 +69,7 @@ export async function acquireWithRetries(
   policy: AttemptPolicy,
   notifications: Notifications,
   /** Names this acquire in events and in line: unique, not secret. */
-  lockId: string = newWaiterId(),
+  lockId: string = notifications.newWaiterId(),
 ): Promise<Won> {
   const { clock, logger } = settings;
   const begin = clock.now();
@@ -153,10 +152,7 @@ export async function acquireWithRetries(
         watch = notifications.watch(waiter.id);
         // Never past the budget: a slow subscription must not stretch the acquire.
         const leftMs = budgetEnd - clock.now();
-        wait =
-          leftMs > 0
-            ? pTimeout(watch.ready, { milliseconds: Math.min(settings.nodeTimeout, leftMs), message: false, customTimers: timersOf(clock) })
-            : Promise.resolve();
+        wait = leftMs > 0 ? watch.readyWithin(Math.min(settings.nodeTimeout, leftMs), clock) : Promise.resolve();
       } else {
         // A release may come at any moment: wait out the delay or what is left of the budget,
         // whichever ends first (the loop's head then sees the budget gone).

@@ -1,8 +1,8 @@
 /**
  * Compare-and-delete on every member: the rollback after a failed attempt and Lock.release().
  *
- * Why every member, not only those that voted 'locked': a member that timed out, failed or was
- * not waited for may still have received our SET (Redis docs, Redlock step 5). Its reply may
+ * Why every member that did not refuse, not only those that voted 'locked': a member that timed
+ * out, failed or was not waited for may still have received our SET (Redis docs, Redlock step 5). Its reply may
  * simply be late. Our release travels on the same connection behind that SET, so the member runs
  * it after the SET, and the key cannot outlive the attempt. A member that is down gets the
  * release from the client's queue when it reconnects, or never needs it: a restarted member
@@ -42,10 +42,16 @@ export function releaseOn(
 }
 
 /**
- * The rollback after a failed or aborted attempt: sent to every member, awaited only from those
- * that answered the attempt. A member that was silent (timed out, failed) would only be silent
- * again; its release is queued behind the SET it may still run, and waiting for it would double
- * the time to fail when a majority is down.
+ * The rollback after a failed or aborted attempt: sent to every member that may hold something of
+ * the attempt, awaited only from those that answered the attempt. A member that was silent (timed
+ * out, failed) would only be silent again; its release is queued behind the SET it may still run,
+ * and waiting for it would double the time to fail when a majority is down.
+ *
+ * A member that refused ('taken', 'queued') is skipped: its refusal is proof that no key or reader
+ * entry holds the attempt's value there (the acquire scripts clear any before refusing, which
+ * covers a run of the same call that ioredis re-sent after a reconnect: _acquired.lua, refused),
+ * the value is new for each attempt, and an answered call is never sent again. Under contention
+ * that is most members of most attempts: one script call fewer per member and refused attempt.
  */
 export function rollback(
   members: readonly Member[],
@@ -55,6 +61,7 @@ export function rollback(
   votes: readonly MemberVote<string>[] | undefined,
 ): Promise<unknown> {
   const silent = (index: number) => votes !== undefined && (votes[index]!.vote === 'timeout' || votes[index]!.vote === 'error');
+  const refused = (index: number) => votes !== undefined && (votes[index]!.vote === 'taken' || votes[index]!.vote === 'queued');
   void releaseOn(
     members.filter((_, index) => silent(index)),
     settings,
@@ -63,7 +70,7 @@ export function rollback(
     'all',
   );
   return releaseOn(
-    members.filter((_, index) => !silent(index)),
+    members.filter((_, index) => !silent(index) && !refused(index)),
     settings,
     resources,
     value,

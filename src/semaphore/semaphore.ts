@@ -29,7 +29,6 @@ import { checkOptionNames, semaphoreAcquireOptionNames, semaphoreUsingOptionName
 import type { AcquireOptions, AttemptPolicy, UsingOptions } from '../options/settings.js';
 import { quorumOf } from '../quorum/tally.js';
 import { permitResource } from '../store/keys.js';
-import { newWaiterId } from '../waiting/line.js';
 import { SemaphoreUnavailableError } from './errors.js';
 import { Permit } from './permit.js';
 import { readPermits, viewOf, type PermitView } from './probe.js';
@@ -40,6 +39,8 @@ export interface SemaphoreHost {
   readonly clients: readonly MemberClient[];
   /** The exclusive lock's acquire loop (Redlock's) on already checked resources. */
   acquire(lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Won>;
+  /** A new lock id, which is also its waiter id in line (the Redlock's: its listener wakes it). */
+  newLockId(): string;
 }
 
 /** What holders() reports per held permit. */
@@ -170,7 +171,7 @@ export class Semaphore {
     const tryPermit = async (index: number, base: AttemptPolicy): Promise<Permit | null> => {
       const leftMs = end - clock.now();
       if (leftMs <= 0) return null;
-      const lockId = newWaiterId();
+      const lockId = this.#host.newLockId();
       const resources = this.#resources[index]!;
       try {
         const won = await this.#host.acquire(lockId, resources, ttl, { ...base, waitTimeout: Math.min(base.waitTimeout, leftMs) });

@@ -12,14 +12,16 @@
  *                             clock; the key's PEXPIRE kept at the latest; docs/shared-locks.md)
  * Per member (one per hash slot on a Cluster: quorumlock:epoch:{tag}):
  *   quorumlock:epoch          the epoch hash (EPOCH_FIELDS, and fence:<name> per resource)
- * Per waiter:
- *   quorumlock:waiter:<id>    the channel a release announces "you are first in line" on
+ * Per Redlock (its waiters' ids are <listener>.<n>: src/waiting/line.ts):
+ *   quorumlock:waiter:<listener>  the channel a release announces "you are first in line" on,
+ *                             the message naming the waiter
  * Per election `name` (src/election/):
  *   quorumlock:election:{<name>}                        its lock (electionResource): held by the leader
  *   quorumlock:election:{<name>}:quorumlock:leader      the leader record (leaderRecordKey, election.lua)
  * Per semaphore `name` (src/semaphore/), for each permit i:
  *   quorumlock:semaphore:{name}:permit:<i>              permit i's lock key (permitResource), with its companions
  */
+import { isShared, SHARED_MARK } from './protocol.js';
 import { allSlotTags, companionKey, slotOf, tagOfSlot } from './slots.js';
 
 /** The prefix of quorumlock's own names: the epoch hashes and the waiter channels. */
@@ -89,6 +91,8 @@ const READERS = 'quorumlock:readers';
 /** The readers of `resource` (shared locks): a ZSET of reader value → end of its hold on the member's clock. */
 export const readersKeyOf = (resource: string, keyPrefix = '') => companionKey(resource, READERS, keyPrefix);
 
+const COMPANION_SUFFIXES = [LINE, LEASES, READERS] as const;
+
 /** How isReservedName's refusal describes our names, for the argument error. */
 export const RESERVED_NAMES = `not starting with "${RESERVED_PREFIX}", not ending in ":${LINE}", ":${LEASES}" or ":${READERS}"`;
 
@@ -100,8 +104,12 @@ export const RESERVED_NAMES = `not starting with "${RESERVED_PREFIX}", not endin
  * `{tag}:quorumlock:line:name`); names that merely contain the word are the user's.
  */
 export function isReservedName(name: string): boolean {
+  // Every reserved form contains RESERVED_PREFIX (the companions' suffixes start with it): one
+  // scan decides for almost every name (this runs on every acquire).
+  if (!name.includes(RESERVED_PREFIX)) return false;
   if (name.startsWith(RESERVED_PREFIX)) return true;
-  return [LINE, LEASES, READERS].some((suffix) => name.endsWith(`:${suffix}`) || name.includes(`}:${suffix}:`));
+  for (const suffix of COMPANION_SUFFIXES) if (name.endsWith(`:${suffix}`) || name.includes(`}:${suffix}:`)) return true;
+  return false;
 }
 
 /**
@@ -116,12 +124,20 @@ export function resourceKeys(resources: readonly string[], keyPrefix = ''): stri
 }
 
 /**
- * The channel on which members tell one waiter it is first in line after a release. One channel
- * per waiter: a release sends one message per member, however many wait.
+ * The channel on which members tell a waiter it is first in line after a release, the message
+ * being its id: the channel of the waiter's listener (one per Redlock), the id up to its last '.'
+ * (line.ts makes ids `<listener>.<n>`), without a shared waiter's SHARED_MARK. One subscription
+ * per Redlock and member serves all its waiters, and a release still sends one message per member
+ * to the one waiter it wakes. _keys.lua (notify) makes the same channel from the same id.
  */
 export function waiterChannel(waiterId: string): string {
-  return `${RESERVED_PREFIX}waiter:${waiterId}`;
+  const id = isShared(waiterId) ? waiterId.slice(SHARED_MARK.length) : waiterId;
+  const dot = id.lastIndexOf('.');
+  return listenerChannel(dot === -1 ? id : id.slice(0, dot));
 }
+
+/** The channel of a listener's waiters (waiterChannel). */
+export const listenerChannel = (listener: string): string => `${RESERVED_PREFIX}waiter:${listener}`;
 
 /**
  * Whether an epoch hash (HGETALL) is one trust.lua declared brand new and nothing wrote since,

@@ -46,10 +46,21 @@ export interface AcquireRequest {
  * ARGV: value, ttl ms, waiter id, ticket, lease ms, quarantine ms, fencing (1/0), and `settled`:
  * the id of the epoch the caller last saw past this quarantine ('' = none).
  */
-export function acquireArgs(request: AcquireRequest, settled: string): (string | number)[] {
-  const { value, ttlMs, waiter, quarantineMs, fencing } = request;
-  return [value, ttlMs, waiter.id, waiter.ticket, waiter.leaseMs, quarantineMs, fencing ? 1 : 0, settled];
+export function acquireArgs(request: AcquireRequest, settled: string): string[] {
+  let encoded = encodedRequests.get(request);
+  if (encoded === undefined) {
+    const { value, ttlMs, waiter, quarantineMs, fencing } = request;
+    encoded = [value, String(ttlMs), waiter.id, String(waiter.ticket), String(waiter.leaseMs), String(quarantineMs), fencing ? '1' : '0'];
+    encodedRequests.set(request, encoded);
+  }
+  // Only `settled` differs from member to member: the rest is encoded once per attempt.
+  const args = encoded.slice();
+  args.push(settled);
+  return args;
 }
+
+/** The member-independent ARGV of each request, as strings (what the script receives). */
+const encodedRequests = new WeakMap<AcquireRequest, string[]>();
 
 /** acquireArgs() as a script receives them (strings), for simulators of the script. */
 export function readAcquireArgs(argv: readonly string[]): AcquireRequest & { settled: string } {
@@ -141,7 +152,7 @@ export function decodeAcquire(reply: number | unknown[], settled: string, fencin
 // --- extend.lua -------------------------------------------------------------------------------
 
 /** KEYS: the lock keys (extendShared.lua: resourceKeys). ARGV: value, ttl ms. */
-export const extendArgs = (value: string, ttlMs: number): (string | number)[] => [value, ttlMs];
+export const extendArgs = (value: string, ttlMs: number): string[] => [value, String(ttlMs)];
 
 /** extendArgs() as a script receives them, for simulators of the script. */
 export const readExtendArgs = (argv: readonly string[]) => ({ value: argv[0] ?? '', ttlMs: Number(argv[1]) });

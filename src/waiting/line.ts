@@ -13,12 +13,19 @@ import type { Waiter } from '../store/protocol.js';
 
 export type { Waiter };
 
-/** Unique, not secret: a random prefix per process and a counter. */
+/** Unique, not secret: a random prefix per process, then a counter per listener and per waiter. */
 const processToken = randomBytes(9).toString('base64url');
+let listenerCount = 0;
 let waiterCount = 0;
 
-export function newWaiterId(): string {
-  return `${processToken}.${(++waiterCount).toString(36)}`;
+/** A listener (one per Redlock): the channel its waiters are woken on (keys.ts, waiterChannel). */
+export function newListener(): string {
+  return `${processToken}.${(++listenerCount).toString(36)}`;
+}
+
+/** `<listener>.<n>`: its listener is the part before the last '.'. */
+export function newWaiterId(listener: string): string {
+  return `${listener}.${(++waiterCount).toString(36)}`;
 }
 
 /**

@@ -1,14 +1,15 @@
 /**
  * Waking a waiter when the lock is released to it, instead of making it poll.
  *
- * The release script PUBLISHes, on each member, to the channel of the waiter now first in line
- * (and only to it). Each Redlock keeps one subscriber connection per member (a duplicate of the
- * user's client, opened on first need, closed by quit() or when the user's client ends), on which
- * each of its waiting acquires subscribes to its own channel. A waiter wakes when a majority of
- * members have named it. So one release costs one message per member and wakes one waiter,
- * however long the line: the load per release stays bounded. Messages can be lost (a subscriber
- * reconnecting, a lock that expired instead of being released): the timed retry stays as the
- * fallback.
+ * The release script PUBLISHes, on each member, the id of the waiter now first in line (and only
+ * it), on the channel of that waiter's Redlock (keys.ts, waiterChannel: each Redlock is a
+ * listener, and its waiters' ids name it). Each Redlock keeps one subscriber connection per member
+ * (a duplicate of the user's client, opened on first need, closed by quit() or when the user's
+ * client ends), subscribed to its channel from its first wait on: later waits need no SUBSCRIBE
+ * or UNSUBSCRIBE of their own. A waiter wakes when a majority of members have named it. So one
+ * release costs one message per member and wakes one waiter, however long the line: the load per
+ * release stays bounded. Messages can be lost (a subscriber reconnecting, a lock that expired
+ * instead of being released): the timed retry stays as the fallback.
  *
  * The subscriber is a duplicate of the user's client, so it carries the user's options
  * (enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect, a retryStrategy that gives
@@ -24,7 +25,8 @@ import type { Clock } from '../clock/index.js';
 import type { RedisMember } from '../members/redis-member.js';
 import type { Logger } from '../options/settings.js';
 import { quorumOf } from '../quorum/tally.js';
-import { waiterChannel } from '../store/keys.js';
+import { listenerChannel } from '../store/keys.js';
+import { newListener, newWaiterId } from './line.js';
 
 /** One waiter's ears: which members have named it first in line since the last reset. */
 export class Watch {
@@ -55,22 +57,38 @@ export class Watch {
     if (this.notified) this.#wake?.();
   }
 
-  /** Resolves after `ms`, or as soon as a majority named this waiter; rejects if `signal` aborts. */
-  async wait(ms: number, clock: Clock, signal: AbortSignal | undefined): Promise<void> {
-    if (this.notified) return;
-    const woken = new AbortController();
-    this.#wake = () => woken.abort();
-    const onAbort = () => woken.abort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      await clock.sleep(ms, woken.signal);
-    } catch (error) {
-      signal?.throwIfAborted();
-      if (!woken.signal.aborted) throw error;
-    } finally {
-      this.#wake = undefined;
-      signal?.removeEventListener('abort', onAbort);
-    }
+  /**
+   * Resolves after `ms`, or as soon as a majority named this waiter; rejects with the reason if
+   * `signal` aborts. A timer and a listener, no AbortController: a contended lock waits here once
+   * per attempt, and an aborted controller makes a DOMException (a stack trace) each time.
+   */
+  wait(ms: number, clock: Clock, signal: AbortSignal | undefined): Promise<void> {
+    if (this.notified) return Promise.resolve();
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const done = (reason?: unknown) => {
+        clock.clearTimer(timer);
+        this.#wake = undefined;
+        signal?.removeEventListener('abort', onAbort);
+        if (reason === undefined) resolve();
+        else reject(reason);
+      };
+      const onAbort = () => done(signal!.reason);
+      const timer = clock.setTimer(() => done(), ms);
+      this.#wake = () => done();
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Resolves once `ready` has, or after `ms`, whichever comes first (never rejects: `ready` does not). */
+  readyWithin(ms: number, clock: Clock): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = clock.setTimer(resolve, ms);
+      void this.ready.then(() => {
+        clock.clearTimer(timer);
+        resolve();
+      });
+    });
   }
 
   close(): void {
@@ -104,14 +122,16 @@ function deferred(): { promise: Promise<void>; resolve(): void; reject(error: Er
   return { promise, resolve, reject };
 }
 
-/** One member's subscriber connection; `channels` lists what it must be subscribed to now. */
+/** One member's subscriber connection, subscribed to `channel` whenever it is ready. */
 class Subscriber {
   /** Settles with the subscription made when the connection is next ready. */
   #nextReady: ReturnType<typeof deferred> | undefined;
+  /** The subscription on the current connection, once asked for: every later wait reuses it. */
+  #subscribed: Promise<unknown> | undefined;
 
   constructor(
     readonly connection: Redis,
-    private readonly channels: () => string[],
+    private readonly channel: string,
     private readonly onFailure: (error: Error) => void,
   ) {
     // Ours instead (see the top of this file). The option is read at each reconnect, so setting
@@ -119,25 +139,26 @@ class Subscriber {
     // false }) in Member.subscriber would say the same more plainly.)
     (connection.options as { autoResubscribe?: boolean }).autoResubscribe = false;
     connection.on('ready', () => this.#subscribeAll());
+    // A new connection has no subscription: the next 'ready' makes it.
+    connection.on('close', () => (this.#subscribed = undefined));
     connection.once('end', () => this.#nextReady?.reject(new Error('the subscriber connection ended')));
     // A lazyConnect client would otherwise never connect: we send nothing until it is ready.
     if (connection.status === 'wait') connection.connect().catch(() => undefined);
   }
 
-  /** Resolves once `channel` is subscribed; rejects when that cannot happen on this connection. */
-  subscribe(channel: string): Promise<unknown> {
+  /** Resolves once the channel is subscribed; rejects when that cannot happen on this connection. */
+  subscribe(): Promise<unknown> {
     const { connection } = this;
     if (connection.status === 'end') return Promise.reject(new Error('the subscriber connection ended'));
     // A connection that is not ready would refuse it (enableOfflineQueue: false) or queue it
-    // without bound while the member is down: the next 'ready' subscribes to it with the rest.
+    // without bound while the member is down: the next 'ready' subscribes.
     if (connection.status !== 'ready') return this.#whenReady();
     // Ready, yet the socket may have just closed: then the next 'ready' is the way.
-    return connection.subscribe(channel).catch(() => this.#whenReady());
-  }
-
-  /** Fire and forget: a connection that is not ready leaves the channel out when it next subscribes. */
-  unsubscribe(channel: string): void {
-    if (this.connection.status === 'ready') this.connection.unsubscribe(channel).catch(() => undefined);
+    this.#subscribed ??= connection.subscribe(this.channel).catch(() => {
+      this.#subscribed = undefined;
+      return this.#whenReady();
+    });
+    return this.#subscribed;
   }
 
   #whenReady(): Promise<void> {
@@ -148,11 +169,10 @@ class Subscriber {
   #subscribeAll(): void {
     const next = this.#nextReady;
     this.#nextReady = undefined;
-    const channels = this.channels();
-    if (channels.length === 0) return next?.resolve();
-    this.connection.subscribe(...channels).then(
+    this.#subscribed = this.connection.subscribe(this.channel).then(
       () => next?.resolve(),
       (error: Error) => {
+        this.#subscribed = undefined;
         this.onFailure(error);
         next?.reject(error);
       },
@@ -164,8 +184,11 @@ export class Notifications {
   readonly #members: readonly RedisMember[];
   readonly #logger: Logger;
   readonly #subscribers: (Subscriber | undefined)[];
-  /** Per member: waiter channel → its watch. */
+  /** Per member: waiter id → its watch. */
   readonly #watches: Map<string, Watch>[];
+  /** This Redlock's listener: its waiters' ids start with it, and its channel is theirs. */
+  readonly #listener = newListener();
+  readonly #channel = listenerChannel(this.#listener);
   /** Per member: whether we listen for the end of the user's client already (once per member). */
   readonly #endHeard: boolean[];
   #closed = false;
@@ -178,23 +201,27 @@ export class Notifications {
     this.#endHeard = members.map(() => false);
   }
 
-  /** Starts listening for the members' word that `waiterId` is first in line after a release. */
+  /** A new waiter id of this Redlock's (line.ts): the members wake it on this Redlock's channel. */
+  newWaiterId(): string {
+    return newWaiterId(this.#listener);
+  }
+
+  /** Starts listening for the members' word that `waiterId` (one of newWaiterId's) is first in line after a release. */
   watch(waiterId: string): Watch {
-    const channel = waiterChannel(waiterId);
     const watch = new Watch(this.#members.length, () => {
       this.#watches.forEach((watches, index) => {
-        if (!watches.delete(channel)) return;
+        if (!watches.delete(waiterId)) return;
         // The last wait on a member that is down: stop reconnecting to it now (the next wait
-        // makes a new subscriber), so nothing of ours keeps the process alive.
+        // makes a new subscriber), so nothing of ours keeps the process alive. A ready one
+        // stays subscribed for the next wait.
         const subscriber = this.#subscribers[index];
         if (watches.size === 0 && subscriber && subscriber.connection.status !== 'ready') this.#closeSubscriber(index);
-        else subscriber?.unsubscribe(channel);
       });
     });
     if (this.#closed) return watch; // after quit(): timed retries only
     const subscribed = this.#members.map((_, index) => {
-      this.#watches[index]!.set(channel, watch);
-      return this.#subscriber(index).subscribe(channel);
+      this.#watches[index]!.set(waiterId, watch);
+      return this.#subscriber(index).subscribe();
     });
     // A waiter needs a majority of announcements, so a majority of subscriptions is enough: a
     // member that is down must not hold up every waiter.
@@ -216,13 +243,13 @@ export class Notifications {
     const member = this.#members[index]!;
     const watches = this.#watches[index]!;
     const connection = member.subscriber(() => !this.#closed && watches.size > 0);
-    const subscriber = new Subscriber(
-      connection,
-      () => [...watches.keys()],
-      (error) => this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries'),
+    const subscriber = new Subscriber(connection, this.#channel, (error) =>
+      this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries'),
     );
     connection.on('error', (error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'subscriber connection error'));
-    connection.on('message', (channel: string) => watches.get(channel)?.announce(index));
+    connection.on('message', (channel: string, waiterId: string) => {
+      if (channel === this.#channel) watches.get(waiterId)?.announce(index);
+    });
     // A connection that gave up on its own (the user's retryStrategy said stop) is replaced on the
     // next need; the new one subscribes to every channel still watched.
     connection.once('end', () => {

@@ -256,7 +256,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     // release by the owner: one key deleted, the first waiter told on its channel.
     const release = await clean('release.lua', releaseLua, resourceKeys(['lua54:a']), releaseArgs('owner-a'));
     expect(release.reply).toBe(1);
-    expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('w1'), 'lua54:a']);
+    expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('w1'), 'w1']);
 
     // leave: the waiter gives up its place.
     expect((await clean('leave.lua', leaveLua, resourceKeys(['lua54:a']), leaveArgs('w1'))).reply).toBe(1);
@@ -281,7 +281,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const release = await clean('release.lua', releaseLua, resourceKeys(['lua54:s']), releaseArgs('holder'));
     expect(release.reply).toBe(1);
     expect(release.calls).toContainEqual(['ZREM', resourceKeys(['lua54:s'])[1], 'late-4']);
-    expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('long'), 'lua54:s']);
+    expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('long'), 'long']);
   });
 
   it('shared locks: acquireShared, extendShared, fence and release of a reader, and the writer they keep out, run clean', async () => {
@@ -300,7 +300,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const writer = await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'ww', ticket: 11, leaseMs: 5_000 } }));
     expect(writer.reply).toEqual([0, 10_000, 0, expect.any(String), -1]);
     // A reader arriving after the waiting writer is kept behind it (queued: free of writers, not of the line).
-    const late = await acquireShared(['lua54:r'], shared('r3', { waiter: { id: sharedName('w-r3'), ticket: 12, leaseMs: 5_000 } }));
+    const late = await acquireShared(['lua54:r'], shared('r3', { waiter: { id: sharedName('listener.7.r3'), ticket: 12, leaseMs: 5_000 } }));
     expect(late.reply).toEqual([2, -1, 1, expect.any(String), -1]);
     // extendShared: alive → extended; unknown → gone. A reader's propose checks its entry.
     expect((await clean('extendShared.lua', extendSharedLua, resourceKeys(['lua54:r']), extendArgs(sharedName('r1'), 20_000))).reply).toBe(1);
@@ -316,12 +316,12 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     expect(first.calls.some((call) => call[0] === 'PUBLISH')).toBe(false);
     const last = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs(sharedName('r2')));
     expect(last.reply).toBe(1);
-    expect(last.calls).toContainEqual(['PUBLISH', waiterChannel('ww'), 'lua54:r']);
+    expect(last.calls).toContainEqual(['PUBLISH', waiterChannel('ww'), 'ww']);
     // The writer enters; its release wakes the reader that waited behind it.
     expect(((await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'ww', ticket: 11, leaseMs: 5_000 } }))).reply as Value[])[0]).toBe(1);
     await clean('leave.lua', leaveLua, resourceKeys(['lua54:r']), leaveArgs('ww'));
     const handover = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs('writer'));
-    expect(handover.calls).toContainEqual(['PUBLISH', waiterChannel(sharedName('w-r3')), 'lua54:r']);
+    expect(handover.calls).toContainEqual(['PUBLISH', 'quorumlock:waiter:listener.7', sharedName('listener.7.r3')]);
     // An expired reader no longer keeps a writer out.
     expect(((await acquireShared(['lua54:r2'], shared('short', { ttlMs: 1_000 }))).reply as Value[])[0]).toBe(1);
     clock.advance(1_001);

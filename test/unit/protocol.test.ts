@@ -15,6 +15,7 @@ import {
   readAcquireArgs,
   readExtendArgs,
   readTrustArgs,
+  sharedName,
   trustArgs,
   type AcquireRequest,
 } from '../../src/store/protocol.js';
@@ -63,12 +64,18 @@ describe('script protocol', () => {
     expect(readTrustArgs(asScriptSees(trustArgs('floor', 42)))).toEqual({ mode: 'floor', n: 42 });
   });
 
+  it("a waiter's channel is its listener's: the id up to its last '.', without the shared mark", () => {
+    expect(waiterChannel('tok.3.7')).toBe('quorumlock:waiter:tok.3');
+    expect(waiterChannel(sharedName('tok.3.8'))).toBe('quorumlock:waiter:tok.3');
+    expect(waiterChannel('plain')).toBe('quorumlock:waiter:plain');
+  });
+
   it('the names the scripts spell themselves are the ones keys.ts gives', () => {
-    // release.lua and leave.lua announce on the waiter channel; fence.lua keeps fence:<key>.
+    // release.lua and leave.lua announce on the waiter's listener channel; fence.lua keeps fence:<key>.
     const channelPrefix = waiterChannel('');
     for (const script of [releaseLua, leaveLua]) {
       expect(script).toContain(`local WAITER_CHANNEL = '${channelPrefix}'`);
-      expect(script).toContain('WAITER_CHANNEL .. head');
+      expect(script).toContain('notify(head)');
     }
     expect(fenceLua).toContain(`'${fenceField('')}' .. KEYS[i]`);
   });

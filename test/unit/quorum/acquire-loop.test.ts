@@ -11,13 +11,15 @@ import { LockAcquireError } from '../../../src/errors.js';
 import type { AttemptPolicy, Settings } from '../../../src/options/settings.js';
 import { acquireWithRetries, retryDelayMs } from '../../../src/quorum/acquire-loop.js';
 import { Watch, type Notifications } from '../../../src/waiting/notifications.js';
-import { drive, fakeMembers, FakeMember, releasedAfterAcquire, settingsOn, type FakeMemberOptions } from './fake-member.js';
+import { drive, fakeMembers, FakeMember, releasedAfterAcquire, rolledBack, settingsOn, type FakeMemberOptions } from './fake-member.js';
 
 /** Notifications that subscribe to nothing: watch() hands out a Watch, ready after `readyMs`, that nobody announces to. */
 function quietNotifications(clock: ManualClock, memberCount: number, readyMs = 0) {
   const watched: string[] = [];
   let closed = 0;
+  let ids = 0;
   const notifications = {
+    newWaiterId: () => `listener.${++ids}`,
     watch(waiterId: string): Watch {
       watched.push(waiterId);
       const watch = new Watch(memberCount, () => closed++);
@@ -76,11 +78,19 @@ describe('acquireWithRetries: retries', () => {
         expect(request.waiter.leaseMs).toBeGreaterThan(0);
         expect(request.waiter).toMatchObject({ id: requests[0]!.waiter.id, ticket: requests[0]!.waiter.ticket });
       }
-      // Every attempt rolled back; the line left on the way out; the other owner untouched.
-      for (const request of requests) expect(releasedAfterAcquire(member, request.value)).toBe(true);
+      // Every attempt rolled back where it did not hear a refusal; the line left on the way out;
+      // the other owner untouched.
+      for (const request of requests) expect(rolledBack(member, request.value)).toBe(true);
       expect(member.callsOf('leave').map((call) => call.waiterId)).toEqual([requests[0]!.waiter.id]);
       expect(member.holder('r')).toBe('other');
     }
+    // A member whose refusal the round heard got no release (it holds nothing of the attempt).
+    error.attempts.forEach((attempt, k) =>
+      attempt.votes.forEach((vote, i) => {
+        const { value } = members[i]!.callsOf('acquire')[k]!.request;
+        expect(releasedAfterAcquire(members[i]!, value)).toBe(vote.vote !== 'taken' && vote.vote !== 'queued');
+      }),
+    );
     expect(watched).toHaveLength(1);
     expect(closed()).toBe(1);
   });
@@ -220,8 +230,8 @@ describe('acquireWithRetries: the wait budget', () => {
           expect(error.stoppedBecause).toBe(error.attempts.length === policy.retryCount + 1 ? 'retries exhausted' : 'wait budget exhausted');
           // README: every acquire ends within waitTimeout plus one rollback (≤ nodeTimeout).
           expect(error.elapsedMs).toBeLessThanOrEqual(policy.waitTimeout + nodeTimeout);
-          // Every attempt was rolled back on every member.
-          for (const member of members) for (const call of member.callsOf('acquire')) expect(releasedAfterAcquire(member, call.request.value)).toBe(true);
+          // Every attempt was rolled back on every member that did not refuse it.
+          for (const member of members) for (const call of member.callsOf('acquire')) expect(rolledBack(member, call.request.value)).toBe(true);
         },
       ),
       { numRuns: 120 },
@@ -285,7 +295,7 @@ describe('acquireWithRetries: the signal', () => {
     for (const member of members) {
       const acquires = member.callsOf('acquire');
       expect(acquires).toHaveLength(2);
-      for (const call of acquires) expect(releasedAfterAcquire(member, call.request.value)).toBe(true);
+      for (const call of acquires) expect(rolledBack(member, call.request.value)).toBe(true);
       expect(member.callsOf('leave')).toHaveLength(1); // it had joined the line
     }
     expect(closed()).toBe(1);

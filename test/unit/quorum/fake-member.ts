@@ -71,6 +71,8 @@ export class FakeMember implements Member {
   max: number;
   readonly counters = new Map<string, number>();
   readonly keys = new Map<string, Key>();
+  /** The values of the acquires this member refused (their rollback may skip it). */
+  readonly refused = new Set<string>();
   /** Every call, in the order made. */
   readonly calls: Call[] = [];
   #quarantineUntil: number;
@@ -135,6 +137,9 @@ export class FakeMember implements Member {
         return holder !== undefined && holder !== request.value;
       });
       if (others.length > 0) {
+        // As _acquired.lua refuses: nothing holding this value is left (an earlier run of the same call).
+        for (const resource of resources) if (this.holder(resource) === request.value) this.keys.delete(resource);
+        this.refused.add(request.value);
         const refusal: Refusal = { why: 'taken', heldForMs: Math.max(...others.map((resource) => this.keys.get(resource)!.expiresAt - now)), place: undefined };
         if (epoch !== undefined) refusal.epoch = epoch;
         if (request.fencing && request.quarantineMs > 0) refusal.quarantinedForMs = quarantineLeft;
@@ -286,6 +291,15 @@ export function settingsOn(clock: ManualClock, overrides: Partial<Settings> = {}
 /** `count` members named m0, m1, ..., each with the options `optionsOf(i)` gives. */
 export function fakeMembers(clock: ManualClock, count: number, optionsOf: (index: number) => FakeMemberOptions = () => ({})): FakeMember[] {
   return Array.from({ length: count }, (_, index) => new FakeMember(clock, `m${index}`, optionsOf(index)));
+}
+
+/**
+ * Whether nothing of the attempt with `value` can be left on `member`: it was sent a release after
+ * the acquire, or it refused that acquire (a refusal leaves nothing of the value: _acquired.lua),
+ * so the rollback may skip it.
+ */
+export function rolledBack(member: FakeMember, value: string): boolean {
+  return releasedAfterAcquire(member, value) || member.refused.has(value);
 }
 
 /** Whether `member` was sent a release of `value` after an acquire of it (calls run in the order made). */
