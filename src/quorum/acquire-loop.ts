@@ -83,7 +83,11 @@ export async function acquireWithRetries(
   // head of a line enter together, and none passes a writer that arrived before it.
   const waiter: Waiter = { id: policy.shared ? sharedName(lockId) : lockId, ticket: clock.epochMs(), leaseMs: leaseFor(policy, settings.nodeTimeout) };
   const outOfLine: Waiter = { id: waiter.id, ticket: waiter.ticket, leaseMs: 0 };
-  let watch: Watch | undefined;
+  // A Redlock that waited before is still listening (its subscription stays: notifications.ts):
+  // then this acquire watches from the start and its first attempt takes its place in line at
+  // once, since a release that falls right after it is heard. Otherwise the first attempt stays
+  // out of line, and the second joins once subscribed (below).
+  let watch: Watch | undefined = policy.retryCount > 0 && notifications.listening ? notifications.watch(waiter.id) : undefined;
   let joined = false;
   let wasInLine = false;
   const turns = new LineTurns(resources.length, waiter.leaseMs, settings.maxLockTtl);
@@ -101,7 +105,7 @@ export async function acquireWithRetries(
         break;
       }
       watch?.reset();
-      const inLine = attempt > 1 && policy.retryCount > 0 && turns.inLine(clock.now());
+      const inLine = (attempt > 1 || watch !== undefined) && policy.retryCount > 0 && turns.inLine(clock.now());
       // A waiter for several resources whose turn in line is over steps out of every line now,
       // so that a free resource it kept goes to whoever is next (see LineTurns).
       if (wasInLine && !inLine) leaveLine(members, resources, waiter);

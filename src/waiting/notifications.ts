@@ -128,6 +128,8 @@ class Subscriber {
   #nextReady: ReturnType<typeof deferred> | undefined;
   /** The subscription on the current connection, once asked for: every later wait reuses it. */
   #subscribed: Promise<unknown> | undefined;
+  /** Subscribed now: messages on the channel reach us. */
+  listening = false;
 
   constructor(
     readonly connection: Redis,
@@ -140,7 +142,10 @@ class Subscriber {
     (connection.options as { autoResubscribe?: boolean }).autoResubscribe = false;
     connection.on('ready', () => this.#subscribeAll());
     // A new connection has no subscription: the next 'ready' makes it.
-    connection.on('close', () => (this.#subscribed = undefined));
+    connection.on('close', () => {
+      this.#subscribed = undefined;
+      this.listening = false;
+    });
     connection.once('end', () => this.#nextReady?.reject(new Error('the subscriber connection ended')));
     // A lazyConnect client would otherwise never connect: we send nothing until it is ready.
     if (connection.status === 'wait') connection.connect().catch(() => undefined);
@@ -154,10 +159,13 @@ class Subscriber {
     // without bound while the member is down: the next 'ready' subscribes.
     if (connection.status !== 'ready') return this.#whenReady();
     // Ready, yet the socket may have just closed: then the next 'ready' is the way.
-    this.#subscribed ??= connection.subscribe(this.channel).catch(() => {
-      this.#subscribed = undefined;
-      return this.#whenReady();
-    });
+    this.#subscribed ??= connection.subscribe(this.channel).then(
+      () => (this.listening = true),
+      () => {
+        this.#subscribed = undefined;
+        return this.#whenReady();
+      },
+    );
     return this.#subscribed;
   }
 
@@ -170,7 +178,10 @@ class Subscriber {
     const next = this.#nextReady;
     this.#nextReady = undefined;
     this.#subscribed = this.connection.subscribe(this.channel).then(
-      () => next?.resolve(),
+      () => {
+        this.listening = true;
+        next?.resolve();
+      },
       (error: Error) => {
         this.#subscribed = undefined;
         this.onFailure(error);
@@ -199,6 +210,17 @@ export class Notifications {
     this.#subscribers = members.map(() => undefined);
     this.#watches = members.map(() => new Map());
     this.#endHeard = members.map(() => false);
+  }
+
+  /**
+   * Whether a majority of members would tell this Redlock's waiters now: subscribed since an
+   * earlier wait (the subscription stays). A waiter may then take its place in line on its first
+   * attempt (acquire-loop.ts): a release right after that attempt is heard.
+   */
+  get listening(): boolean {
+    let listening = 0;
+    for (const subscriber of this.#subscribers) if (subscriber?.listening) listening++;
+    return listening >= quorumOf(this.#members.length);
   }
 
   /** A new waiter id of this Redlock's (line.ts): the members wake it on this Redlock's channel. */

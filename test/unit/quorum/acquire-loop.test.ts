@@ -14,12 +14,13 @@ import { Watch, type Notifications } from '../../../src/waiting/notifications.js
 import { drive, fakeMembers, FakeMember, releasedAfterAcquire, rolledBack, settingsOn, type FakeMemberOptions } from './fake-member.js';
 
 /** Notifications that subscribe to nothing: watch() hands out a Watch, ready after `readyMs`, that nobody announces to. */
-function quietNotifications(clock: ManualClock, memberCount: number, readyMs = 0) {
+function quietNotifications(clock: ManualClock, memberCount: number, readyMs = 0, listening = false) {
   const watched: string[] = [];
   let closed = 0;
   let ids = 0;
   const notifications = {
     newWaiterId: () => `listener.${++ids}`,
+    listening,
     watch(waiterId: string): Watch {
       watched.push(waiterId);
       const watch = new Watch(memberCount, () => closed++);
@@ -93,6 +94,23 @@ describe('acquireWithRetries: retries', () => {
     );
     expect(watched).toHaveLength(1);
     expect(closed()).toBe(1);
+  });
+
+  it('a Redlock already listening (it waited before): the first attempt takes its place in line, and the next comes after a delay', async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1 }));
+    for (const member of members) member.hold('r', 'other', 60_000);
+    const { notifications, watched } = quietNotifications(clock, members.length, 0, true);
+    const outcome = drive(clock, acquireWithRetries(members, settingsOn(clock), ['r'], 10_000, policyOf({ retryCount: 2 }), notifications));
+    const error = ((await outcome) as { error: LockAcquireError }).error;
+    // Watched from the start; no immediate second attempt (the subscription was already there).
+    expect(watched).toHaveLength(1);
+    expect(error.attempts.map((attempt) => attempt.startedMs)).toEqual([0, 101, 202]);
+    for (const member of members) {
+      const requests = member.callsOf('acquire').map((call) => call.request);
+      for (const request of requests) expect(request.waiter.leaseMs).toBeGreaterThan(0);
+      expect(member.callsOf('leave')).toHaveLength(1);
+    }
   });
 
   it('retryCount 0: one attempt, no watch, no line', async () => {
