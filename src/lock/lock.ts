@@ -37,6 +37,8 @@ export interface HeldLock {
   deadline: number;
   votes: readonly MemberVote<LockAnswer | ExtendAnswer>[];
   fence: number | undefined;
+  /** The waiter id its acquire kept a place in line as (Won.inLineAs): its release leaves every line. */
+  inLineAs?: string | undefined;
   /**
    * A handle on a lock held elsewhere (a nested handle, lock/reentrancy.ts): no validity of its
    * own, so no expiry timer and no 'lost' event of its own (the outer lock has both).
@@ -63,6 +65,8 @@ export class Lock implements AsyncDisposable {
   readonly #context: LockContext;
   #deadline: number;
   #votes: readonly MemberVote<LockAnswer | ExtendAnswer>[];
+  /** HeldLock.inLineAs: left with the release. */
+  readonly #inLineAs: string | undefined;
   #released = false;
   #extending: Promise<unknown> = Promise.resolve();
   /** Created on first use of `signal`, so locks nobody watches cost no timer. */
@@ -101,6 +105,7 @@ export class Lock implements AsyncDisposable {
     this.#deadline = held.deadline;
     this.#votes = held.votes;
     this.fence = held.fence;
+    this.#inLineAs = held.inLineAs;
     // One boolean check when nobody listens: no timer for locks nobody observes.
     this.#expiryWatched = held.borrowed !== true && channels.lost.hasSubscribers;
     if (this.#expiryWatched) this.#armExpiry();
@@ -292,7 +297,7 @@ export class Lock implements AsyncDisposable {
     // answering our earlier calls is waited for while the lock would still be valid, so the
     // release is confirmed rather than reported unconfirmed.
     const limitMs = Math.max(settings.nodeTimeout, this.#deadline - settings.clock.now());
-    const round = await releaseOn(members, settings, this.resources, this.value, 'quorum', limitMs);
+    const round = await releaseOn(members, settings, this.resources, this.value, 'quorum', limitMs, this.#inLineAs);
     // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
     const freed = round.won;
     if (freed) {

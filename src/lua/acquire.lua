@@ -79,7 +79,7 @@ if heldFor == -1 and not forever and not ahead then
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ttl)
   end
-  return granted(epoch, epochId, since, settled, quarantine, fencing, n)
+  return granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, tonumber(ttl))
 end
 
 return refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)

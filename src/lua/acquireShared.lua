@@ -76,7 +76,7 @@ if heldFor == -1 and not forever and not ahead then
       redis.call('PEXPIRE', readers, ttl)
     end
   end
-  return granted(epoch, epochId, since, settled, quarantine, fencing, n)
+  return granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, tonumber(ttl))
 end
 
 return refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)

@@ -1,5 +1,9 @@
 -- Release, and hand the resource to whoever is first in line.
 -- KEYS: the n lock keys, their n line keys, n lease keys and n reader keys. ARGV[1]: value.
+-- ARGV[2] (optional): the holder's waiter id, when it won after waiting in line: it leaves every
+-- line here (as leave.lua would), before the new head is woken. A waiter that wins keeps its place
+-- until then (the acquire scripts bound it to its hold: _acquired.lua, granted), which saves the
+-- separate leave round a won wait used to cost.
 -- An exclusive value: deletes each lock key that still holds it; leaves keys of other owners
 -- alone. A shared value (SHARED_MARK first): removes its entry from each readers ZSET, and
 -- touches nothing else. Where a line of waiters exists and the resource is now free for its head,
@@ -14,21 +18,25 @@ if not n then
 end
 -- #include _time.lua
 -- #include _readers.lua
-local value = ARGV[1]
+local value, leaving = ARGV[1], ARGV[2]
 local deleted = 0
-if isShared(value) then
-  for i = 1, n do
-    if redis.call('ZREM', KEYS[3 * n + i], value) == 1 then
-      deleted = deleted + 1
-      wakeHead(i, n)
-    end
-  end
-  return deleted
-end
 for i = 1, n do
-  if redis.call('GET', KEYS[i]) == value then
+  local freed
+  if isShared(value) then
+    freed = redis.call('ZREM', KEYS[3 * n + i], value) == 1
+  elseif redis.call('GET', KEYS[i]) == value then
     redis.call('DEL', KEYS[i])
+    freed = true
+  end
+  if freed then
     deleted = deleted + 1
+  end
+  -- Out of line first, so that the head woken next is not the holder itself.
+  local left = leaving and redis.call('ZREM', KEYS[n + i], leaving) == 1
+  if left then
+    redis.call('ZREM', KEYS[2 * n + i], leaving)
+  end
+  if freed or left then
     wakeHead(i, n)
   end
 end

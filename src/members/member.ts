@@ -23,7 +23,8 @@ export interface Member {
   /** Renews the keys' expiry to `ttlMs` if every one still holds `value`. */
   extend(resources: readonly string[], value: string, ttlMs: number): Promise<ExtendReply>;
   /** Deletes the keys that hold `value`; resolves with how many; the first waiter in line is told. */
-  release(resources: readonly string[], value: string): Promise<number>;
+  /** `leaving`: the holder's waiter id, which leaves every line with this release (release.lua). */
+  release(resources: readonly string[], value: string, leaving?: string): Promise<number>;
   /** Gives up `waiterId`'s places in the lines of `resources`. */
   leave(resources: readonly string[], waiterId: string): Promise<number>;
   /**

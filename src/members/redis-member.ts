@@ -150,8 +150,8 @@ export class RedisMember implements Member {
     return this.#call<number>('quorumlockExtend', resources, extendArgs(value, ttlMs)).then(decodeExtend);
   }
 
-  release(resources: readonly string[], value: string): Promise<number> {
-    return this.#call('quorumlockRelease', this.#topology.keysOf(resources), releaseArgs(value));
+  release(resources: readonly string[], value: string, leaving?: string): Promise<number> {
+    return this.#call('quorumlockRelease', this.#topology.keysOf(resources), releaseArgs(value, leaving));
   }
 
   leave(resources: readonly string[], waiterId: string): Promise<number> {

@@ -24,7 +24,11 @@ import { leaseFor, LineTurns, type Waiter } from '../waiting/line.js';
 import { sharedName } from '../store/protocol.js';
 import type { Notifications, Watch } from '../waiting/notifications.js';
 
-export type Won = Extract<AttemptResult, { won: true }>;
+/**
+ * A won acquire. `inLineAs`: the waiter id, when the acquire took a place in line: the winner keeps
+ * it until its release, which leaves every line (release.lua), instead of a round of its own now.
+ */
+export type Won = Extract<AttemptResult, { won: true }> & { inLineAs?: string | undefined };
 
 /** retryDelay ± retryJitter, never negative: competing clients fall out of step. */
 export function retryDelayMs(policy: Pick<AttemptPolicy, 'retryDelay' | 'retryJitter'>, random: () => number = Math.random): number {
@@ -128,8 +132,8 @@ export async function acquireWithRetries(
         policy.shared,
       );
       if (result.won) {
-        // Won: now, and only now, step out of every line (the scripts keep us in line until then).
-        if (joined) leaveLine(members, resources, waiter);
+        // Won: the place in line is left with the release (the scripts kept it until now, and
+        // bound it to this hold where they granted it: _acquired.lua), one round fewer per wait.
         if (debugging(logger))
           logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
         publish(channels.acquireEnd, () => ({
@@ -141,7 +145,7 @@ export async function acquireWithRetries(
           attempts: attempt,
           fence: result.fence,
         }));
-        return result;
+        return joined ? { ...result, inLineAs: waiter.id } : result;
       }
       const { round, outcome, validityMs } = result;
       attempts.push({ attempt, outcome, startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });

@@ -28,11 +28,13 @@ export function releaseOn(
   settle: 'quorum' | 'all',
   /** With a limit, a member still working through a backlog of ours is waited for up to it (RoundSpec.limitMs). */
   limitMs?: number,
+  /** The holder's waiter id when it won after waiting: it leaves every line with this release. */
+  leaving?: string,
 ): Promise<RoundResult<ReleaseAnswer>> {
   return runRound<ReleaseAnswer>({
     operation: 'release',
     members,
-    send: (member) => member.release(resources, value).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
+    send: (member) => member.release(resources, value, leaving).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
     counts: answered,
     timeoutMs: settings.nodeTimeout,
     limitMs,

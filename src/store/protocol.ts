@@ -178,11 +178,14 @@ export function decodeExtend(status: unknown): ExtendReply {
 
 // --- release.lua, leave.lua -------------------------------------------------------------------
 
-/** KEYS: resourceKeys(resources). ARGV: value. Reply: how many lock keys held it and were deleted. */
-export const releaseArgs = (value: string): string[] => [value];
+/**
+ * KEYS: resourceKeys(resources). ARGV: value, then (optional) the waiter id that leaves every line
+ * with this release. Reply: how many lock keys (or reader entries) held it and were deleted.
+ */
+export const releaseArgs = (value: string, leaving?: string): string[] => (leaving === undefined ? [value] : [value, leaving]);
 
 /** releaseArgs() as a script receives them, for simulators of the script. */
-export const readReleaseArgs = (argv: readonly string[]) => ({ value: argv[0] ?? '' });
+export const readReleaseArgs = (argv: readonly string[]) => ({ value: argv[0] ?? '', leaving: argv[1] });
 
 /** KEYS: resourceKeys(resources). ARGV: waiter id. Reply: 1. */
 export const leaveArgs = (waiterId: string): string[] => [waiterId];

@@ -138,6 +138,55 @@ describe('waiting in line', () => {
   });
 });
 
+describe('a waiter that won', () => {
+  const lineOf = (resource: string) => resourceKeys([resource])[1]!;
+  const lines = (resource: string) => Promise.all(servers.clients.map((c) => c.zrange(lineOf(resource), 0, -1)));
+
+  it('keeps its place until its release, which leaves every line and wakes the next: no round of its own to leave', async () => {
+    const resource = fresh('leave-at-release');
+    const holder = await client().acquire(resource, 10_000);
+    const waiter = client({ retryDelay: 5_000, retryJitter: 0 });
+    const won = waiter.acquire(resource, 10_000, { waitTimeout: 10_000 });
+    await eventually(async () => expect((await lines(resource)).every((line) => line.length === 1)).toBe(true));
+    const [[waiterId]] = (await lines(resource)) as [[string]];
+    const leavesBefore = await Promise.all(servers.clients.map(scriptCalls));
+    await holder.release();
+    const lock = await won;
+    await Promise.all(servers.clients.map((c) => c.ping()));
+    // Still in line everywhere, and no leave was sent: the script calls since are the holder's
+    // release and the waiter's winning acquire, one each per member.
+    expect(await lines(resource)).toEqual(Array(5).fill([waiterId]));
+    const calls = await Promise.all(servers.clients.map(scriptCalls));
+    expect(calls.map((count, index) => count - leavesBefore[index]!)).toEqual(Array(5).fill(2));
+
+    // The next waiter, with a 5 s retry delay, is woken by the winner's release.
+    const next = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
+    await eventually(async () => expect((await lines(resource)).every((line) => line.length === 2)).toBe(true));
+    const releasedAt = performance.now();
+    await lock.release();
+    await (await next).release();
+    expect(performance.now() - releasedAt).toBeLessThan(2_000);
+    await Promise.all(servers.clients.map((c) => c.ping()));
+    expect((await lines(resource)).flat()).not.toContain(waiterId);
+  });
+
+  it('and dies unreleased keeps no place in line past its key: the next waiter gets the lock at its expiry, not at the end of its lease', async () => {
+    const resource = fresh('winner-died');
+    const holder = await client().acquire(resource, 10_000);
+    // A lease of 3 × (1000 + 100 + 50) = 3450 ms on its place in line; woken by the release.
+    const doomed = client({ retryDelay: 1_000 }).acquire(resource, 400, { waitTimeout: 10_000 });
+    await eventually(async () => expect((await lines(resource)).every((line) => line.length === 1)).toBe(true));
+    await holder.release();
+    await doomed; // held for 400 ms, never released
+    const wonAt = performance.now();
+    const next = await client({ retryDelay: 50, retryJitter: 0, retryCount: Infinity }).acquire(resource, 10_000, { waitTimeout: 5_000 });
+    // Its keys lapse at 400 ms; its place in line lapsed with them where it was granted (3.4 s
+    // later without that bound).
+    expect(performance.now() - wonAt).toBeLessThan(2_000);
+    await next.release();
+  });
+});
+
 describe('fairness under contention', () => {
   it('8 workers with ~1 ms holds share the lock evenly: no worker takes it straight back', async () => {
     const resource = fresh('fair');

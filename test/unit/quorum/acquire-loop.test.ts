@@ -125,7 +125,7 @@ describe('acquireWithRetries: retries', () => {
     for (const member of members) expect(member.callsOf('leave')).toHaveLength(0);
   });
 
-  it('wins once the holder’s keys expire, leaves the line, and reports the attempt’s deadline', async () => {
+  it('wins once the holder’s keys expire, keeps its place in line for its release to leave (no leave round), and reports the attempt’s deadline', async () => {
     const clock = new ManualClock(0);
     const members = fakeMembers(clock, 3, () => ({ latencyMs: 1 }));
     for (const member of members) member.hold('r', 'other', 250);
@@ -136,9 +136,11 @@ describe('acquireWithRetries: retries', () => {
     // Attempts at 0, 1, 102, 203 are refused; the one at 304 finds the keys expired.
     expect(attemptTimes(members[0]!)).toEqual([0, 1, 102, 203, 304]);
     expect(result.value.deadline).toBe(304 + 10_000 - driftMs(10_000, 0.01));
+    const waiterId = members[0]!.callsOf('acquire')[0]!.request.waiter.id;
+    expect(result.value.inLineAs).toBe(waiterId);
     for (const member of members) {
       expect(member.holder('r')).toBe(result.value.value);
-      expect(member.callsOf('leave')).toHaveLength(1);
+      expect(member.callsOf('leave')).toHaveLength(0);
     }
   });
 });

@@ -49,7 +49,7 @@ export interface FakeMemberOptions {
 export type Call =
   | { op: 'acquire'; at: number; resources: string[]; request: AcquireRequest }
   | { op: 'extend'; at: number; resources: string[]; value: string; ttlMs: number }
-  | { op: 'release'; at: number; resources: string[]; value: string }
+  | { op: 'release'; at: number; resources: string[]; value: string; leaving?: string | undefined }
   | { op: 'leave'; at: number; resources: string[]; waiterId: string }
   | { op: 'fence'; at: number; resources: string[]; value: string; token: number; mode: 'propose' | 'sync'; epoch: string; floor: number | undefined };
 
@@ -164,8 +164,8 @@ export class FakeMember implements Member {
     });
   }
 
-  release(resources: readonly string[], value: string): Promise<number> {
-    return this.#call({ op: 'release', at: this.clock.now(), resources: [...resources], value }, () => {
+  release(resources: readonly string[], value: string, leaving?: string): Promise<number> {
+    return this.#call({ op: 'release', at: this.clock.now(), resources: [...resources], value, leaving }, () => {
       const ours = resources.filter((resource) => this.holder(resource) === value);
       for (const resource of ours) this.keys.delete(resource);
       return ours.length;
