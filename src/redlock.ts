@@ -362,6 +362,14 @@ export class Redlock {
 
   /** The handle of a won acquire: `lockId` names it in events and logs. */
   #lock(lockId: string, resources: readonly string[], won: Won): Lock {
-    return new Lock(this.#context, { id: lockId, resources, value: won.value, deadline: won.deadline, votes: won.round.votes, fence: won.fence, inLineAs: won.inLineAs });
+    return new Lock(this.#context, {
+      id: lockId,
+      resources,
+      value: won.value,
+      deadline: won.deadline,
+      votes: won.round.votes,
+      fence: won.fence,
+      inLineAs: won.inLineAs,
+    });
   }
 }

@@ -21,7 +21,7 @@ import { isUntouchedGenesis } from './store/keys.js';
 import { trustArgs } from './store/protocol.js';
 import { serverFacts } from './store/server.js';
 import { slotOf } from './store/slots.js';
-import { keepOutOfAutoPipelining, registerScripts, type ScriptCommands } from './store/scripts.js';
+import { keepOutOfAutoPipelining, registerScripts, scriptCommand } from './store/scripts.js';
 
 export interface ResetOptions {
   /**
@@ -149,11 +149,12 @@ async function resetNode(node: Redis, markers: ReadonlySet<string>, wiping: bool
 /** trust.lua 'new' on `keys` (epoch markers, as the client names them), one pipeline per master node. */
 async function declareNew(client: MemberClient, keys: readonly string[]): Promise<void> {
   keepOutOfAutoPipelining(client as Redis);
-  const scripts = registerScripts(client as Redis) as Redis & ScriptCommands;
+  registerScripts(client as Redis);
   // The quarantine given only sizes the reply ('ms that were left'): genesis ends it for any ttl.
   const args = trustArgs('new', 0);
   if (!isClusterClient(client)) {
-    await Promise.all(keys.map((key) => scripts.quorumlockTrust(1, key, ...args)));
+    const trust = scriptCommand(client, 'quorumlockTrust');
+    await Promise.all(keys.map((key) => trust(1, key, ...args)));
     return;
   }
   const prefix = keyPrefixOf(client);
@@ -166,8 +167,9 @@ async function declareNew(client: MemberClient, keys: readonly string[]): Promis
   }
   await Promise.all(
     [...byNode.values()].map(async (group) => {
-      const pipeline = client.pipeline() as unknown as ScriptCommands & { exec(): Promise<[Error | null, unknown][] | null> };
-      for (const key of group) void pipeline.quorumlockTrust(1, key, ...args);
+      const pipeline = client.pipeline() as unknown as { exec(): Promise<[Error | null, unknown][] | null> };
+      const trust = scriptCommand(pipeline, 'quorumlockTrust');
+      for (const key of group) void trust(1, key, ...args);
       for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
     }),
   );

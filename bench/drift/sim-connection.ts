@@ -2,7 +2,7 @@
  * A client's connection to one simulated member, shaped like the ioredis client that
  * `new Redlock([...])` accepts: `options` (host, port, db: how memberId names it), `status`,
  * `on`/`once`, `role()`, and `defineCommand`, which installs the script commands src/members/redis-member.ts
- * calls (quorumlockAcquire(keyCount, ...keys, ...args) and the rest).
+ * calls (quorumlockAcquire(keyCount, ...keys, ...args) and the rest, under commandNames).
  *
  * Each command is one request and one reply over a simulated network: each is delivered after a
  * delay drawn from `delayMs()`, as a timer on the shared ManualClock. Like a TCP connection it is
@@ -10,6 +10,7 @@
  * rollback argument in src/quorum/release.ts relies on exactly that).
  */
 import type { ManualClock } from '../../src/index.js';
+import { commandNames } from '../../src/store/scripts.js';
 import { scriptNames, type SimMember } from './sim-member.js';
 
 /** One command as the member ran it (for debugging a cell; see runCell's `trace`). */
@@ -42,11 +43,13 @@ export class SimConnection {
     this.options = { host: member.spec.host, port: member.spec.port, db: 0 };
   }
 
-  defineCommand(name: string, _definition: { lua: string }): void {
+  defineCommand(command: string, _definition: { lua: string }): void {
+    // The command is the script's name with a digest of its text (src/store/scripts.ts, commandNames).
+    const name = Object.entries(commandNames).find(([, defined]) => defined === command)?.[0] ?? command;
     if (!scriptNames.includes(name)) throw new Error(`sim: no JS version of script ${name}`);
-    this[name] = (keyCount: number, ...rest: (string | number)[]) => {
+    this[command] = (keyCount: number | string, ...rest: (string | number)[]) => {
       const words = rest.map(String);
-      return this.#send(name, words.slice(0, keyCount), words.slice(keyCount));
+      return this.#send(name, words.slice(0, Number(keyCount)), words.slice(Number(keyCount)));
     };
   }
 

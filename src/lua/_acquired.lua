@@ -1,4 +1,4 @@
--- (Included by acquire.lua and acquireShared.lua, after _epoch.lua and _fence.lua.) The two ends
+-- (Included by acquire.lua and acquireShared.lua, after _epoch.lua, _fence.lua and _readers.lua.) The two ends
 -- of an acquire on this member, the same for a writer and a reader (their replies are decoded in
 -- src/store/protocol.ts).
 
@@ -48,13 +48,20 @@ end
 -- attempt, so one could only come from an earlier run of this same call: ioredis re-sends a call
 -- that got no answer when it reconnects (realities.md), and the second run then finds the first
 -- run's keys and refuses. Cleared here, a refusal is proof that nothing of this attempt is left
--- on the member, and the attempt's rollback skips it (src/quorum/release.ts, rollback).
+-- on the member, and the attempt's rollback skips it (src/quorum/release.ts, rollback). Whoever
+-- that frees the resource for is woken, as the rollback's release would have (wakeHead). A key of
+-- the user's own with the name (a hash, say) is left alone: pcall, as GET on it is an error.
 local function refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
   for i = 1, n do
+    local cleared = false
     if isShared(value) then
-      redis.call('ZREM', KEYS[3 * n + i], value)
-    elseif redis.call('GET', KEYS[i]) == value then
+      cleared = redis.call('ZREM', KEYS[3 * n + i], value) == 1
+    elseif redis.pcall('GET', KEYS[i]) == value then
       redis.call('DEL', KEYS[i])
+      cleared = true
+    end
+    if cleared then
+      wakeHead(i, n)
     end
   end
   local place = -1

@@ -28,13 +28,19 @@ end
 -- The prefix of the channel a waiter listens on (keys.ts, waiterChannel).
 local WAITER_CHANNEL = 'quorumlock:waiter:'
 
--- Tells `waiter` it is first in line: on its listener's channel (the id up to its last '.',
--- without SHARED_MARK: keys.ts, waiterChannel), the message its id.
-local function notify(waiter)
+-- Tells `waiter` that it is first in line for `lock`: on its listener's channel (the id up to its
+-- last '.', without SHARED_MARK: keys.ts, waiterChannel), the message its id. A waiter of a
+-- quorumlock before per-Redlock channels (0.1.0: its id is `<process>.<n>`, one '.') listens on
+-- a channel of its own, for the lock key: it is told so, and a rolling upgrade still wakes it.
+local function notify(waiter, lock)
   local id = waiter
   if isShared(id) then
     id = string.sub(id, #SHARED_MARK + 1)
   end
   local listener = string.match(id, '^(.*)%.[^.]*$') or id
+  if not string.find(listener, '.', 1, true) then
+    redis.call('PUBLISH', WAITER_CHANNEL .. waiter, lock)
+    return
+  end
   redis.call('PUBLISH', WAITER_CHANNEL .. listener, waiter)
 end

@@ -1,4 +1,4 @@
--- (Included by acquireShared.lua, release.lua, leave.lua and extendShared.lua, after now() is
+-- (Included by acquire.lua, acquireShared.lua, release.lua, leave.lua and extendShared.lua, after now() is
 -- defined.) Shared holders and the line, per resource i of n.
 --
 -- The readers key is a ZSET: a shared holder's lock value → when its hold ends, in ms on this
@@ -41,7 +41,7 @@ local function wakeHead(i, n)
   end
   if not isShared(head) then
     if liveReaders(KEYS[3 * n + i]) == 0 then
-      notify(head)
+      notify(head, lock)
     end
     return
   end
@@ -49,6 +49,6 @@ local function wakeHead(i, n)
     if not isShared(waiter) then
       return
     end
-    notify(waiter)
+    notify(waiter, lock)
   end
 end

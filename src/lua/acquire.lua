@@ -27,6 +27,7 @@ local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], to
 local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 -- #include _epoch.lua
 -- #include _fence.lua
+-- #include _readers.lua
 -- #include _acquired.lua
 
 -- The epoch of this server's data, read before anything is written: a member that is not a
@@ -60,11 +61,7 @@ for i = 1, n do
   local line, leases = KEYS[n + i], KEYS[2 * n + i]
   if redis.call('EXISTS', line) == 1 then
     -- Waiters whose lease ran out died or gave up without saying so: they lose their place.
-    local stale = redis.call('ZRANGEBYSCORE', leases, '-inf', now())
-    if #stale > 0 then
-      redis.call('ZREM', line, unpack(stale))
-      redis.call('ZREM', leases, unpack(stale))
-    end
+    pruneLine(line, leases)
     local head = redis.call('ZRANGE', line, 0, 0)[1]
     if head and head ~= waiter then
       ahead = true

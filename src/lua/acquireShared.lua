@@ -29,8 +29,8 @@ if not isShared(value) or not isShared(waiter) then
 end
 -- #include _epoch.lua
 -- #include _fence.lua
--- #include _acquired.lua
 -- #include _readers.lua
+-- #include _acquired.lua
 
 local epochId, since
 if quarantine > 0 or fencing then

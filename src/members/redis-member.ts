@@ -7,7 +7,7 @@
 import { Command, type Redis } from 'ioredis';
 import { nextTick } from 'node:process';
 import type { Logger } from '../options/settings.js';
-import { BINDABLE, keepOutOfAutoPipelining, registerScripts, type Bindable, type ScriptCommands } from '../store/scripts.js';
+import { BINDABLE, keepOutOfAutoPipelining, registerScripts, scriptCommand, type Bindable, type ScriptCommand, type ScriptName } from '../store/scripts.js';
 import { bindingOf, type ScriptBinding } from './binding.js';
 import {
   acquireArgs,
@@ -49,7 +49,9 @@ export class RedisMember implements Member {
   readonly isCluster: boolean;
   /** The client's keyPrefix: on a cluster, slots are those of the prefixed keys. */
   readonly keyPrefix: string;
-  readonly #client: Redis & ScriptCommands;
+  readonly #client: Redis;
+  /** Our scripts' commands on the client (registerScripts), by script. */
+  readonly #commands = new Map<ScriptName, ScriptCommand>();
   readonly #topology: Topology;
   readonly #server: ServerWatch;
   /** Bound copies of the scripts that read the run id, when this member's server allows them (binding.ts). */
@@ -66,7 +68,8 @@ export class RedisMember implements Member {
     this.#commandOptions = { replyEncoding: 'utf8', keyPrefix: this.keyPrefix || undefined };
     this.#topology = isClusterClient(client) ? clusterTopology(client, this.keyPrefix) : serverTopology(client);
     // Typed as a Redis from here on: a Cluster has every method used below.
-    this.#client = registerScripts(client as Redis);
+    this.#client = client as Redis;
+    registerScripts(this.#client);
     // One ordered path for our calls, whatever the user's enableAutoPipelining says (see #call).
     keepOutOfAutoPipelining(client as Redis);
     this.#server = watchServer(client, this.id, logger, this.#topology.readFacts);
@@ -90,7 +93,7 @@ export class RedisMember implements Member {
    * Batching stays, in order: the first call in a tick corks the socket and the end of the tick
    * uncorks it, so the tick's calls share one write syscall.
    */
-  #call<T>(script: keyof ScriptCommands, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
+  #call<T>(script: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
     // libuv writes at most 1024 buffers per writev: a burst of thousands of calls in one corked
     // tick would go out a thousand per event-loop turn. Flushing every CORK_BATCH calls keeps a
     // burst one write per batch, all in this tick, still in call order.
@@ -113,7 +116,11 @@ export class RedisMember implements Member {
     }
     const sha = script in BINDABLE ? this.#binding.shaFor(script as Bindable) : undefined;
     // Arguments as strings: what ioredis would make of numbers anyway, one conversion fewer each.
-    if (sha === undefined) return (this.#client[script] as (...args: (string | number)[]) => Promise<T>)(String(keys.length), ...keys, ...args);
+    if (sha === undefined) {
+      let command = this.#commands.get(script);
+      if (command === undefined) this.#commands.set(script, (command = scriptCommand(this.#client, script)));
+      return command(String(keys.length), ...keys, ...args) as Promise<T>;
+    }
     // A bound copy: by EVALSHA only, never EVAL (binding.ts). The same write path as every other
     // call (sendCommand is what the script commands end in), so the order of calls is kept.
     const command = new Command('evalsha', [sha, String(keys.length), ...keys, ...args], this.#commandOptions);

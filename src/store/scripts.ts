@@ -4,20 +4,8 @@
  * member that restarted with an empty script cache still works without an extra round trip.
  */
 import type { Redis } from 'ioredis';
+import { createHash } from 'node:crypto';
 import { acquireLua, acquireSharedLua, electionLua, extendLua, extendSharedLua, fenceLua, leaveLua, releaseLua, trustLua } from '../lua/sources.js';
-
-/** The commands quorumlock adds to a client. Prefixed so they cannot clash with the user's own. */
-export interface ScriptCommands {
-  quorumlockAcquire(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number | number[]>;
-  quorumlockExtend(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
-  quorumlockAcquireShared(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number | number[]>;
-  quorumlockExtendShared(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
-  quorumlockRelease(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
-  quorumlockLeave(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
-  quorumlockFence(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<[number, number, number]>;
-  quorumlockTrust(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number>;
-  quorumlockElection(keyCount: number, ...keysThenArgs: (string | number)[]): Promise<number | unknown[]>;
-}
 
 const scripts = {
   quorumlockAcquire: acquireLua,
@@ -31,6 +19,22 @@ const scripts = {
   quorumlockElection: electionLua,
 } as const;
 
+export type ScriptName = keyof typeof scripts;
+
+/** A script's command on a client: its key count, then its keys, then its arguments. */
+export type ScriptCommand = (keyCount: number | string, ...keysThenArgs: (string | number)[]) => Promise<unknown>;
+
+/**
+ * The name each script's command has on a client: the script's name and a digest of its text.
+ * Two copies of quorumlock in one process that share clients (a dependency bundling another
+ * version) then each run their own scripts: ioredis keeps one script per command name, and the
+ * first copy to define a name would otherwise serve the other one's calls with its own text.
+ * Prefixed, so they cannot clash with the user's own commands.
+ */
+export const commandNames = Object.fromEntries(
+  Object.entries(scripts).map(([name, lua]) => [name, `${name}_${createHash('sha1').update(lua).digest('hex').slice(0, 12)}`]),
+) as Record<ScriptName, string>;
+
 /**
  * Our scripts never go through ioredis' auto-pipelining (`enableAutoPipelining`), whatever the
  * user's setting: its queue flushes on a later tick and not while another batch awaits replies,
@@ -42,15 +46,20 @@ const scripts = {
 export function keepOutOfAutoPipelining(client: Redis): void {
   const options = client.options as { enableAutoPipelining?: boolean; autoPipeliningIgnoredCommands?: string[] };
   if (!options.enableAutoPipelining) return;
-  options.autoPipeliningIgnoredCommands = [...new Set([...(options.autoPipeliningIgnoredCommands ?? []), ...Object.keys(scripts)])];
+  options.autoPipeliningIgnoredCommands = [...new Set([...(options.autoPipeliningIgnoredCommands ?? []), ...Object.values(commandNames)])];
 }
 
-export function registerScripts(client: Redis): Redis & ScriptCommands {
+export function registerScripts(client: Redis): void {
   for (const [name, lua] of Object.entries(scripts)) {
+    const command = commandNames[name as ScriptName];
     // The same client may serve several Redlock instances: define once.
-    if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') client.defineCommand(name, { lua });
+    if (typeof (client as unknown as Record<string, unknown>)[command] !== 'function') client.defineCommand(command, { lua });
   }
-  return client as Redis & ScriptCommands;
+}
+
+/** The command of script `name` on a client (or a pipeline) that registerScripts() prepared. */
+export function scriptCommand(client: object, name: ScriptName): ScriptCommand {
+  return (client as Record<string, ScriptCommand>)[commandNames[name]]!.bind(client);
 }
 
 /** The line of the generic scripts that a bound copy replaces (src/lua/_epoch.lua). */

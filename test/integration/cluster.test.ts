@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { companionKey, slotOf } from '../../src/store/slots.js';
 import { clusterEpochKey } from '../../src/store/keys.js';
+import { commandNames } from '../../src/store/scripts.js';
 import { describeVotes } from '../../src/quorum/votes.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
 import { errorOf, eventually, fresh, sleep } from './util.js';
@@ -157,7 +158,9 @@ describe('three clusters as members, quorum two', () => {
     for (const lock of locks) expect(lock.votes.filter((vote) => vote.vote === 'locked').length).toBeGreaterThanOrEqual(2);
     await Promise.all(locks.map((lock) => lock.release()));
     // The user's own commands still go through ioredis' auto-pipelining: only ours are left out.
-    expect(pipelining[0]!.options.autoPipeliningIgnoredCommands).toEqual(expect.arrayContaining(['quorumlockAcquire', 'quorumlockRelease']));
+    expect(pipelining[0]!.options.autoPipeliningIgnoredCommands).toEqual(
+      expect.arrayContaining([commandNames.quorumlockAcquire, commandNames.quorumlockRelease]),
+    );
     expect(await Promise.all(resources.map((name) => pipelining[0]!.exists(name)))).toEqual(resources.map(() => 0));
   });
 

@@ -9,6 +9,7 @@ import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { TcpProxy } from '../chaos/proxy.js';
+import { resourceKeys } from '../../src/store/keys.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
 import { errorOf, eventually, fresh, scriptCalls } from './util.js';
 
@@ -31,6 +32,8 @@ it('a refusal by the second run of an acquire ioredis re-sent after a reconnect 
     await servers.clients[1]!.set(resource, 'another owner', 'PX', 60_000);
     // Scripts run by members 0 and 2 from here on (the Redlock's first calls bind its script copies).
     await redlock.acquire(fresh('warm-up'), 10_000).then((lock) => lock.release());
+    // The release settled on a quorum: the rest of it is read before counting (behind a PING on each connection).
+    await Promise.all([viaProxy, servers.clients[1]!, servers.clients[2]!].map((c) => c.ping()));
     const before = await Promise.all(servers.clients.map(scriptCalls));
 
     // Member 0 runs the acquire and sets our key; its reply is held back in the proxy.
@@ -57,6 +60,39 @@ it('a refusal by the second run of an acquire ioredis re-sent after a reconnect 
     const after = await Promise.all(servers.clients.map(scriptCalls));
     expect(after.map((calls, index) => calls - before[index]!)).toEqual([2, 1, 2]);
   } finally {
+    viaProxy.disconnect();
+    await proxy.close();
+  }
+});
+
+it('the refusal that clears a re-sent call’s key wakes the waiter first in line, as the rollback’s release would have', async () => {
+  const proxy = await TcpProxy.start(servers.masters[0]!);
+  const viaProxy = new Redis({ host: '127.0.0.1', port: proxy.port });
+  viaProxy.on('error', () => undefined);
+  const waiterRedlock = new Redlock(servers.connect(), { retryDelay: 5_000, retryJitter: 0 });
+  try {
+    await viaProxy.ping();
+    const redlock = new Redlock([viaProxy, servers.clients[1]!, servers.clients[2]!], { nodeTimeout: 5_000, retryCount: 0 });
+    const resource = fresh('resent-wake');
+    await servers.clients[1]!.set(resource, 'another owner', 'PX', 60_000);
+    await redlock.acquire(fresh('warm-up'), 10_000).then((lock) => lock.release());
+    proxy.hold('toClient');
+    const attempt = errorOf(redlock.acquire(resource, 10_000));
+    await eventually(async () => expect(await servers.clients[0]!.get(resource)).not.toBeNull());
+    // W is refused everywhere (the first run's key on 0, the owner on 1, the attempt on 2) and
+    // waits in line; its own retry would come only after 5 s, past its 4 s budget.
+    const started = performance.now();
+    const waiting = waiterRedlock.acquire(resource, 10_000, { waitTimeout: 4_000 });
+    await eventually(async () => expect(await servers.clients[0]!.zcard(resourceKeys([resource])[1]!)).toBe(1));
+    proxy.retarget(proxy.target);
+    proxy.release('toClient');
+    await attempt;
+    // Members 0 (the re-sent call's refusal) and 2 (the rollback) wake W: a quorum of 3.
+    const lock = await waiting;
+    expect(performance.now() - started).toBeLessThan(3_000);
+    await lock.release();
+  } finally {
+    await waiterRedlock.quit();
     viaProxy.disconnect();
     await proxy.close();
   }

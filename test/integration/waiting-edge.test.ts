@@ -12,6 +12,7 @@
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type Lock, type RedlockOptions } from '../../src/index.js';
+import { contextOf } from '../../src/redlock.js';
 import { TcpProxy } from '../chaos/proxy.js';
 import { startTestMasters, type TestMasters } from './masters.js';
 import { errorOf, eventually, fresh, sleep, scriptCalls } from './util.js';
@@ -36,6 +37,14 @@ function client(options: RedlockOptions = {}, clients: Redis[] = servers.connect
 }
 
 describe('a resource that never expires (defect 8)', () => {
+  it("a key of the user's own of another type (a hash) is held by another owner: tryAcquire resolves null, not an outage", async () => {
+    const resource = fresh('users-hash');
+    await Promise.all(servers.clients.map((c) => c.hset(resource, 'field', '1')));
+    expect(await client({ retryCount: 0 }).tryAcquire(resource, 10_000)).toBeNull();
+    expect(await Promise.all(servers.clients.map((c) => c.hget(resource, 'field')))).toEqual(Array(5).fill('1'));
+    await Promise.all(servers.clients.map((c) => c.del(resource)));
+  });
+
   it("refuses quorumlock's own key names as resources, before anything is sent", async () => {
     // lazyConnect clients to the real masters: any call at all would connect them.
     const lazy = servers.masters.map((master) => new Redis({ host: master.host, port: master.port, lazyConnect: true }));
@@ -210,5 +219,29 @@ describe("the waiters' subscriber, on a user client with enableOfflineQueue: fal
       for (const c of users) c.disconnect();
       await proxy.close();
     }
+  });
+});
+
+describe('a rolling upgrade from quorumlock 0.1.0', () => {
+  it("a release wakes a 0.1.0 waiter (id <process>.<n>) on that waiter's own channel, with the lock key, as 0.1.0 did", async () => {
+    const resource = fresh('old-waiter');
+    const redlock = client();
+    const lock = await redlock.acquire(resource, 10_000);
+    // A 0.1.0 waiter: in line on every member (refused, with a lease), listening on its own channel.
+    const oldId = 'oldprocess.7';
+    const heard: string[] = [];
+    const subscribers = servers.connect();
+    await Promise.all(
+      subscribers.map(async (subscriber) => {
+        subscriber.on('message', (channel: string, message: string) => heard.push(`${channel} ${message}`));
+        await subscriber.subscribe(`quorumlock:waiter:${oldId}`);
+      }),
+    );
+    const request = { value: 'old-attempt', ttlMs: 10_000, waiter: { id: oldId, ticket: Date.now(), leaseMs: 10_000 }, quarantineMs: 0, fencing: false };
+    const refusals = await Promise.all(contextOf(redlock).members.map((member) => member.acquire([resource], request)));
+    expect(refusals.every((refusal) => 'why' in refusal && refusal.why === 'taken')).toBe(true);
+    await lock.release();
+    await eventually(async () => expect(heard).toEqual(Array(5).fill(`quorumlock:waiter:${oldId} ${resource}`)));
+    for (const subscriber of subscribers) subscriber.disconnect();
   });
 });

@@ -140,7 +140,7 @@ describe('waiting in line', () => {
 
 describe('a waiter that won', () => {
   const lineOf = (resource: string) => resourceKeys([resource])[1]!;
-  const lines = (resource: string) => Promise.all(servers.clients.map((c) => c.zrange(lineOf(resource), 0, -1)));
+  const lines = (resource: string) => Promise.all(servers.clients.map((c) => c.zrange(lineOf(resource), '0', '-1')));
 
   it('keeps its place until its release, which leaves every line and wakes the next: no round of its own to leave', async () => {
     const resource = fresh('leave-at-release');

@@ -234,7 +234,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
 
     // A held key: refused, and the caller joins the line (place 0).
     clock.advance(1_000);
-    const held = await acquire(['lua54:a'], request('other', { waiter: { id: 'w1', ticket: 2, leaseMs: 5_000 } }));
+    const held = await acquire(['lua54:a'], request('other', { waiter: { id: 'proc.1.w1', ticket: 2, leaseMs: 5_000 } }));
     expect(held.reply).toEqual([0, 9_000, 0, epochId, 0]);
 
     // extend: held by us, by another, gone.
@@ -256,10 +256,11 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     // release by the owner: one key deleted, the first waiter told on its channel.
     const release = await clean('release.lua', releaseLua, resourceKeys(['lua54:a']), releaseArgs('owner-a'));
     expect(release.reply).toBe(1);
-    expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('w1'), 'w1']);
+    expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('proc.1.w1'), 'proc.1.w1']);
+    expect(waiterChannel('proc.1.w1')).toBe('quorumlock:waiter:proc.1');
 
     // leave: the waiter gives up its place.
-    expect((await clean('leave.lua', leaveLua, resourceKeys(['lua54:a']), leaveArgs('w1'))).reply).toBe(1);
+    expect((await clean('leave.lua', leaveLua, resourceKeys(['lua54:a']), leaveArgs('proc.1.w1'))).reply).toBe(1);
 
     // guard: a current token writes, an older one is turned away.
     expect((await clean('guard.lua', guardLua, ['lua54:data', 'lua54:data:fence'], ['v1', 3])).reply).toBe(1);
@@ -269,19 +270,20 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
   it('stale waiters are dropped by acquire and release (unpack of the stale list)', async () => {
     await acquire(['lua54:s'], request('holder', { fencing: false }));
     // One waiter that stays (the line outlives the stale ones), two whose leases lapse.
-    await acquire(['lua54:s'], request('long', { fencing: false, waiter: { id: 'long', ticket: 3, leaseMs: 60_000 } }));
+    await acquire(['lua54:s'], request('long', { fencing: false, waiter: { id: 'oldproc.5', ticket: 3, leaseMs: 60_000 } }));
     await acquire(['lua54:s'], request('late-1', { fencing: false, waiter: { id: 'late-1', ticket: 4, leaseMs: 1_000 } }));
     await acquire(['lua54:s'], request('late-2', { fencing: false, waiter: { id: 'late-2', ticket: 5, leaseMs: 1_000 } }));
     clock.advance(1_500);
     const again = await acquire(['lua54:s'], request('late-3', { fencing: false, waiter: { id: 'late-3', ticket: 6, leaseMs: 60_000 } }));
     expect(again.calls).toContainEqual(['ZREM', resourceKeys(['lua54:s'])[1], 'late-1', 'late-2']);
-    expect((again.reply as Value[])[2]).toBe(1); // behind 'long' only
+    expect((again.reply as Value[])[2]).toBe(1); // behind 'oldproc.5' only
     await acquire(['lua54:s'], request('late-4', { fencing: false, waiter: { id: 'late-4', ticket: 7, leaseMs: 1_000 } }));
     clock.advance(1_500);
     const release = await clean('release.lua', releaseLua, resourceKeys(['lua54:s']), releaseArgs('holder'));
     expect(release.reply).toBe(1);
     expect(release.calls).toContainEqual(['ZREM', resourceKeys(['lua54:s'])[1], 'late-4']);
-    expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('long'), 'long']);
+    // An id of quorumlock 0.1.0 (one '.'): its own channel, the lock key as the message.
+    expect(release.calls).toContainEqual(['PUBLISH', 'quorumlock:waiter:oldproc.5', 'lua54:s']);
   });
 
   it('shared locks: acquireShared, extendShared, fence and release of a reader, and the writer they keep out, run clean', async () => {
@@ -297,7 +299,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     clock.advance(100);
     const second = await acquireShared(['lua54:r'], shared('r2', { fencing: true }));
     expect(second.reply).toEqual([1, 0, expect.any(Number), expect.any(Number), expect.any(String)]);
-    const writer = await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'ww', ticket: 11, leaseMs: 5_000 } }));
+    const writer = await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'proc.2.ww', ticket: 11, leaseMs: 5_000 } }));
     expect(writer.reply).toEqual([0, 10_000, 0, expect.any(String), -1]);
     // A reader arriving after the waiting writer is kept behind it (queued: free of writers, not of the line).
     const late = await acquireShared(['lua54:r'], shared('r3', { waiter: { id: sharedName('listener.7.r3'), ticket: 12, leaseMs: 5_000 } }));
@@ -316,10 +318,12 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     expect(first.calls.some((call) => call[0] === 'PUBLISH')).toBe(false);
     const last = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs(sharedName('r2')));
     expect(last.reply).toBe(1);
-    expect(last.calls).toContainEqual(['PUBLISH', waiterChannel('ww'), 'ww']);
+    expect(last.calls).toContainEqual(['PUBLISH', waiterChannel('proc.2.ww'), 'proc.2.ww']);
     // The writer enters; its release wakes the reader that waited behind it.
-    expect(((await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'ww', ticket: 11, leaseMs: 5_000 } }))).reply as Value[])[0]).toBe(1);
-    await clean('leave.lua', leaveLua, resourceKeys(['lua54:r']), leaveArgs('ww'));
+    expect(
+      ((await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'proc.2.ww', ticket: 11, leaseMs: 5_000 } }))).reply as Value[])[0],
+    ).toBe(1);
+    await clean('leave.lua', leaveLua, resourceKeys(['lua54:r']), leaveArgs('proc.2.ww'));
     const handover = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs('writer'));
     expect(handover.calls).toContainEqual(['PUBLISH', 'quorumlock:waiter:listener.7', sharedName('listener.7.r3')]);
     // An expired reader no longer keeps a writer out.

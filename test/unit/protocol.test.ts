@@ -75,7 +75,7 @@ describe('script protocol', () => {
     const channelPrefix = waiterChannel('');
     for (const script of [releaseLua, leaveLua]) {
       expect(script).toContain(`local WAITER_CHANNEL = '${channelPrefix}'`);
-      expect(script).toContain('notify(head)');
+      expect(script).toContain('notify(head, lock)');
     }
     expect(fenceLua).toContain(`'${fenceField('')}' .. KEYS[i]`);
   });
