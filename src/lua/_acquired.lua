@@ -6,16 +6,14 @@
 -- the caller last saw settled (or quarantine and fencing are both off); otherwise {1 | 3
 -- (quarantined), quarantine ms left, fence counter, counter trusted 1/0, epoch id}.
 local function granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, ttl)
-  -- A waiter that wins keeps its place in line until its release leaves it (release.lua), but
-  -- never past this hold here: one that dies unreleased must not keep the line once its key is
-  -- gone. (Its next registration, if this attempt fails after all, sets its lease afresh.)
+  -- A waiter that wins keeps its place in line until its release leaves it (release.lua), and
+  -- here exactly as long as this hold: one that dies unreleased must not keep the line once its
+  -- key is gone. (Its next registration, if this attempt fails after all, sets its lease afresh.)
+  -- Only commands the documented ACL allows (docs/operations.md, TLS and ACL members).
   for i = 1, n do
-    local leases = KEYS[2 * n + i]
-    if redis.call('EXISTS', leases) == 1 then
-      local lapse = tonumber(redis.call('ZSCORE', leases, waiter))
-      if lapse and lapse > now() + ttl then
-        redis.call('ZADD', leases, now() + ttl, waiter)
-      end
+    local line = KEYS[n + i]
+    if redis.call('EXISTS', line) == 1 and redis.call('ZRANK', line, waiter) then
+      redis.call('ZADD', KEYS[2 * n + i], now() + ttl, waiter)
     end
   end
   if not epochId then
