@@ -5,15 +5,17 @@
 -- Granted (the lock keys, or the reader entries, are set): 1 when this member counts in the epoch
 -- the caller last saw settled (or quarantine and fencing are both off); otherwise {1 | 3
 -- (quarantined), quarantine ms left, fence counter, counter trusted 1/0, epoch id}.
-local function granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, ttl)
+-- `lined`: the resources whose line exists (nil: none, the uncontended case).
+local function granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, ttl, lined)
   -- A waiter that wins keeps its place in line until its release leaves it (release.lua), and
   -- here exactly as long as this hold: one that dies unreleased must not keep the line once its
   -- key is gone. (Its next registration, if this attempt fails after all, sets its lease afresh.)
   -- Only commands the documented ACL allows (docs/operations.md, TLS and ACL members).
-  for i = 1, n do
-    local line = KEYS[n + i]
-    if redis.call('EXISTS', line) == 1 and redis.call('ZRANK', line, waiter) then
-      redis.call('ZADD', KEYS[2 * n + i], now() + ttl, waiter)
+  if lined then
+    for i = 1, n do
+      if lined[i] and redis.call('ZRANK', KEYS[n + i], waiter) then
+        redis.call('ZADD', KEYS[2 * n + i], now() + ttl, waiter)
+      end
     end
   end
   if not epochId then

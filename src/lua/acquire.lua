@@ -40,7 +40,7 @@ if quarantine > 0 or fencing then
   end
 end
 
-local heldFor, ahead, forever = -1, false, false
+local heldFor, ahead, forever, lined = -1, false, false, nil
 for i = 1, n do
   local pttl = redis.call('PTTL', KEYS[i])
   if pttl == -1 then
@@ -60,6 +60,8 @@ for i = 1, n do
   end
   local line, leases = KEYS[n + i], KEYS[2 * n + i]
   if redis.call('EXISTS', line) == 1 then
+    lined = lined or {}
+    lined[i] = true
     -- Waiters whose lease ran out died or gave up without saying so: they lose their place.
     pruneLine(line, leases)
     local head = redis.call('ZRANGE', line, 0, 0)[1]
@@ -76,7 +78,7 @@ if heldFor == -1 and not forever and not ahead then
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ttl)
   end
-  return granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, tonumber(ttl))
+  return granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, tonumber(ttl), lined)
 end
 
 return refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)

@@ -40,7 +40,7 @@ if quarantine > 0 or fencing then
   end
 end
 
-local heldFor, ahead, forever = -1, false, false
+local heldFor, ahead, forever, lined = -1, false, false, nil
 for i = 1, n do
   local pttl = redis.call('PTTL', KEYS[i])
   if pttl == -1 then
@@ -50,6 +50,8 @@ for i = 1, n do
   end
   local line, leases = KEYS[n + i], KEYS[2 * n + i]
   if redis.call('EXISTS', line) == 1 then
+    lined = lined or {}
+    lined[i] = true
     pruneLine(line, leases)
     -- A writer ahead of us: one in line before our own place, or anywhere in line when we have
     -- no place (we arrived after everyone in it, as far as this member knows).
@@ -76,7 +78,7 @@ if heldFor == -1 and not forever and not ahead then
       redis.call('PEXPIRE', readers, ttl)
     end
   end
-  return granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, tonumber(ttl))
+  return granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, ttl, lined)
 end
 
 return refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
