@@ -5,22 +5,21 @@ import { serverFacts } from '../store/server.js';
 import type { Topology } from './topology.js';
 
 /**
- * resourceKeys() for an array of resources, made once: an acquire call passes the same array to
- * every member in every attempt, and a lock the same to every extend and release.
+ * resourceKeys() for an array of resources, remembered for the last array asked: a round asks
+ * for the same array once per member, one after another. (Not a WeakMap per array: at thousands
+ * of acquires a second its ephemerons cost the garbage collector more than the keys cost to make.)
  */
-const keysMade = new WeakMap<readonly string[], readonly string[]>();
-const acquireKeysMade = new WeakMap<readonly string[], readonly string[]>();
+let lastKeys: { resources: readonly string[]; keys: readonly string[] } | undefined;
+let lastAcquireKeys: { resources: readonly string[]; keys: readonly string[] } | undefined;
 
 function keysOf(resources: readonly string[]): readonly string[] {
-  let keys = keysMade.get(resources);
-  if (!keys) keysMade.set(resources, (keys = resourceKeys(resources)));
-  return keys;
+  if (lastKeys?.resources !== resources) lastKeys = { resources, keys: resourceKeys(resources) };
+  return lastKeys.keys;
 }
 
 function acquireKeysOf(resources: readonly string[]): readonly string[] {
-  let keys = acquireKeysMade.get(resources);
-  if (!keys) acquireKeysMade.set(resources, (keys = [...keysOf(resources), EPOCH_KEY]));
-  return keys;
+  if (lastAcquireKeys?.resources !== resources) lastAcquireKeys = { resources, keys: [...resourceKeys(resources), EPOCH_KEY] };
+  return lastAcquireKeys.keys;
 }
 
 const EPOCH_KEYS = [EPOCH_KEY] as const;

@@ -47,20 +47,10 @@ export interface AcquireRequest {
  * the id of the epoch the caller last saw past this quarantine ('' = none).
  */
 export function acquireArgs(request: AcquireRequest, settled: string): string[] {
-  let encoded = encodedRequests.get(request);
-  if (encoded === undefined) {
-    const { value, ttlMs, waiter, quarantineMs, fencing } = request;
-    encoded = [value, String(ttlMs), waiter.id, String(waiter.ticket), String(waiter.leaseMs), String(quarantineMs), fencing ? '1' : '0'];
-    encodedRequests.set(request, encoded);
-  }
-  // Only `settled` differs from member to member: the rest is encoded once per attempt.
-  const args = encoded.slice();
-  args.push(settled);
-  return args;
+  const { value, ttlMs, waiter, quarantineMs, fencing } = request;
+  // Strings, as the script receives them (ioredis would convert numbers one call at a time).
+  return [value, String(ttlMs), waiter.id, String(waiter.ticket), String(waiter.leaseMs), String(quarantineMs), fencing ? '1' : '0', settled];
 }
-
-/** The member-independent ARGV of each request, as strings (what the script receives). */
-const encodedRequests = new WeakMap<AcquireRequest, string[]>();
 
 /** acquireArgs() as a script receives them (strings), for simulators of the script. */
 export function readAcquireArgs(argv: readonly string[]): AcquireRequest & { settled: string } {
