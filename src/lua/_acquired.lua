@@ -49,18 +49,10 @@ end
 -- that got no answer when it reconnects (realities.md), and the second run then finds the first
 -- run's keys and refuses. Cleared here, a refusal is proof that nothing of this attempt is left
 -- on the member, and the attempt's rollback skips it (src/quorum/release.ts, rollback). Whoever
--- that frees the resource for is woken, as the rollback's release would have (wakeHead). A key of
--- the user's own with the name (a hash, say) is left alone: pcall, as GET on it is an error.
+-- that frees the resource for is woken, as the rollback's release would have (wakeHead).
 local function refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
   for i = 1, n do
-    local cleared = false
-    if isShared(value) then
-      cleared = redis.call('ZREM', KEYS[3 * n + i], value) == 1
-    elseif redis.pcall('GET', KEYS[i]) == value then
-      redis.call('DEL', KEYS[i])
-      cleared = true
-    end
-    if cleared then
+    if dropHold(i, n, value) then
       wakeHead(i, n)
     end
   end

@@ -21,13 +21,7 @@ end
 local value, leaving = ARGV[1], ARGV[2]
 local deleted = 0
 for i = 1, n do
-  local freed
-  if isShared(value) then
-    freed = redis.call('ZREM', KEYS[3 * n + i], value) == 1
-  elseif redis.call('GET', KEYS[i]) == value then
-    redis.call('DEL', KEYS[i])
-    freed = true
-  end
+  local freed = dropHold(i, n, value)
   if freed then
     deleted = deleted + 1
   end
