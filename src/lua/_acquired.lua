@@ -7,14 +7,22 @@
 -- (quarantined), quarantine ms left, fence counter, counter trusted 1/0, epoch id}.
 -- `lined`: the resources whose line exists (nil: none, the uncontended case).
 local function granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, ttl, lined)
-  -- A waiter that wins keeps its place in line until its release leaves it (release.lua), and
-  -- here exactly as long as this hold: one that dies unreleased must not keep the line once its
-  -- key is gone. (Its next registration, if this attempt fails after all, sets its lease afresh.)
-  -- Only commands the documented ACL allows (docs/operations.md, TLS and ACL members).
+  -- A waiter that wins keeps its place in line until its release leaves it (release.lua), but
+  -- here no longer than this hold's ttl (its lease, ~3 retry intervals, may be longer): one that
+  -- dies unreleased holds nobody up past its key, unless it shortened its hold by an extend (then
+  -- at most its lease). Only shortened, never lengthened: an attempt that fails after all keeps at
+  -- most the lease it had. Only commands the documented ACL allows (docs/operations.md).
   if lined then
+    local ends = now() + ttl
     for i = 1, n do
-      if lined[i] and redis.call('ZRANK', KEYS[n + i], waiter) then
-        redis.call('ZADD', KEYS[2 * n + i], now() + ttl, waiter)
+      if lined[i] then
+        local leases = KEYS[2 * n + i]
+        for _, later in ipairs(redis.call('ZRANGEBYSCORE', leases, '(' .. ends, '+inf')) do
+          if later == waiter then
+            redis.call('ZADD', leases, ends, waiter)
+            break
+          end
+        end
       end
     end
   end
@@ -38,24 +46,13 @@ local function granted(epoch, epochId, since, settled, quarantine, fencing, n, w
 end
 
 -- Refused (nothing set): with a lease, takes or keeps the waiter's place in every line first.
--- Returns {why, heldForMs, place, epoch id, quarantine ms left}: why = 0 held by another owner, 2
--- free but kept for an earlier waiter; heldForMs = the longest PTTL among held keys (-1: none
--- held, -2: held without an expiry); place = 0-based place in the longest line (-1: not in line);
--- with fencing, the epoch and whether it is past its quarantine (0: yes, -1: not known), so that a
--- fence sync may be bound to it (only an epoch past its quarantine may be synced: see fence.lua).
---
--- A refusal also leaves no key or reader entry holding `value` here. The value is new for each
--- attempt, so one could only come from an earlier run of this same call: ioredis re-sends a call
--- that got no answer when it reconnects (realities.md), and the second run then finds the first
--- run's keys and refuses. Cleared here, a refusal is proof that nothing of this attempt is left
--- on the member, and the attempt's rollback skips it (src/quorum/release.ts, rollback). Whoever
--- that frees the resource for is woken, as the rollback's release would have (wakeHead).
+-- Returns {why, heldForMs, place, epoch id, quarantine ms left, own}: why = 0 held by another
+-- owner, 2 free but kept for an earlier waiter; heldForMs = the longest PTTL among held keys (-1:
+-- none held, -2: held without an expiry); place = 0-based place in the longest line (-1: not in
+-- line); with fencing, the epoch and whether it is past its quarantine (0: yes, -1: not known), so
+-- that a fence sync may be bound to it (only an epoch past its quarantine may be synced: see
+-- fence.lua); own = 1 when some key or reader entry here still holds `value` (see holdsAll).
 local function refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
-  for i = 1, n do
-    if dropHold(i, n, value) then
-      wakeHead(i, n)
-    end
-  end
   local place = -1
   if lease > 0 then
     for i = 1, n do
@@ -74,11 +71,34 @@ local function refused(n, value, waiter, ticket, lease, heldFor, forever, epoch,
   if epochId and quarantine > 0 and fencing then
     settledLeft = quarantineLeft(epoch, since, quarantine)
   end
+  local own = 0
+  for i = 1, n do
+    if holds(i, n, value) then
+      own = 1
+    end
+  end
   if forever then
-    return {0, -2, place, refusedEpoch, settledLeft}
+    return {0, -2, place, refusedEpoch, settledLeft, own}
   end
   if heldFor == -1 then
-    return {2, -1, place, refusedEpoch, settledLeft}
+    return {2, -1, place, refusedEpoch, settledLeft, own}
   end
-  return {0, heldFor, place, refusedEpoch, settledLeft}
+  return {0, heldFor, place, refusedEpoch, settledLeft, own}
+end
+
+-- Whether every resource here is held by `value` already: this is a second run of the same call
+-- (the value is new for each attempt). ioredis re-sends a call that got no answer when it
+-- reconnects (realities.md), and over a delayed link the first copy may even run after the second.
+-- Either run then answers as the first did, granted, and touches nothing: deleting the keys would
+-- take a won lock from its holder, refusing would leave them behind a skipped rollback. A
+-- refusal therefore proves that nothing of the attempt is here, unless it says `own` (some of its
+-- keys but not all: one expired or was evicted between the two runs); the rollback skips only
+-- members that refused without it (src/quorum/release.ts, rollback).
+local function holdsAll(n, value)
+  for i = 1, n do
+    if not holds(i, n, value) then
+      return false
+    end
+  end
+  return true
 end

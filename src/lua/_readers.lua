@@ -66,3 +66,12 @@ local function dropHold(i, n, value)
   end
   return false
 end
+
+-- Whether `value` holds resource i of n here: its lock key, or for a shared value a live reader entry.
+local function holds(i, n, value)
+  if isShared(value) then
+    local ends = tonumber(redis.call('ZSCORE', KEYS[3 * n + i], value))
+    return ends ~= nil and ends > now()
+  end
+  return redis.pcall('GET', KEYS[i]) == value
+end

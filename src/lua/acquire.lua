@@ -81,4 +81,8 @@ if heldFor == -1 and not forever and not ahead then
   return granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, tonumber(ttl), lined)
 end
 
+-- Held by this very attempt (a second run of the call): granted again, as the first run was.
+if heldFor ~= -1 and holdsAll(n, value) then
+  return granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, tonumber(ttl), lined)
+end
 return refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)

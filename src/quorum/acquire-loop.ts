@@ -47,7 +47,10 @@ export function retryDelayMs(policy: Pick<AttemptPolicy, 'retryDelay' | 'retryJi
  */
 export function nextTryMs(votes: readonly MemberVote[], delay: number): number {
   const quorum = quorumOf(votes.length);
-  const first = votes.filter((vote) => vote.place === 0);
+  // Second in line behind the holder counts as first: a waiter that won keeps its place until it
+  // releases (release.lua), so the holder is often the head. Wrong when the head is a real
+  // waiter: then this costs one refused attempt when the key expires.
+  const first = votes.filter((vote) => vote.place === 0 || (vote.place === 1 && vote.vote === 'taken'));
   if (first.length < quorum) return delay;
   const expiries = first.map(expiryMs).sort((a, b) => a - b);
   // The quorum-th soonest: then a quorum of the members where we are first is free.

@@ -61,7 +61,7 @@ function acquireSender(resources: readonly string[], request: AcquireRequest, vi
     member.acquire(resources, request).then((result) => {
       // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
       if (request.quarantineMs > 0 && result.quarantinedForMs === 0) view.epochs[index] = result.epoch;
-      if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place };
+      if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place, holdsOwn: result.holdsOwn };
       if (result.fence) view.readings[index] = result.fence;
       if (result.quarantinedForMs === 0) return 'locked';
       publish(channels.quarantine, () => ({ member: member.id, quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting }));

@@ -49,11 +49,12 @@ export function releaseOn(
  * out, failed) would only be silent again; its release is queued behind the SET it may still run,
  * and waiting for it would double the time to fail when a majority is down.
  *
- * A member that refused ('taken', 'queued') is skipped: its refusal is proof that no key or reader
- * entry holds the attempt's value there (the acquire scripts clear any before refusing, which
- * covers a run of the same call that ioredis re-sent after a reconnect: _acquired.lua, refused),
- * the value is new for each attempt, and an answered call is never sent again. Under contention
- * that is most members of most attempts: one script call fewer per member and refused attempt.
+ * A member that refused ('taken', 'queued') is skipped unless it says it holds part of the attempt
+ * all the same (holdsOwn): the value is new for each attempt, an answered call is never sent again,
+ * and a run of the same call that finds the whole of an earlier run's hold (ioredis re-sends a call
+ * whose answer was lost in a reconnect) is granted, not refused (_acquired.lua, holdsAll). So a
+ * refusal without holdsOwn is proof that nothing of the attempt is there. Under contention that is
+ * most members of most attempts: one script call fewer per member and refused attempt.
  */
 export function rollback(
   members: readonly Member[],
@@ -63,7 +64,7 @@ export function rollback(
   votes: readonly MemberVote<string>[] | undefined,
 ): Promise<unknown> {
   const silent = (index: number) => votes !== undefined && (votes[index]!.vote === 'timeout' || votes[index]!.vote === 'error');
-  const refused = (index: number) => votes !== undefined && (votes[index]!.vote === 'taken' || votes[index]!.vote === 'queued');
+  const refused = (index: number) => votes !== undefined && (votes[index]!.vote === 'taken' || votes[index]!.vote === 'queued') && !votes[index]!.holdsOwn;
   void releaseOn(
     members.filter((_, index) => silent(index)),
     settings,

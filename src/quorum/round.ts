@@ -203,6 +203,7 @@ class Round<Answer extends string> {
     if (answer.place !== undefined) vote.place = answer.place;
     if (answer.quarantinedForMs !== undefined) vote.quarantinedForMs = answer.quarantinedForMs;
     if (answer.notCounting !== undefined) vote.notCounting = answer.notCounting;
+    if (answer.holdsOwn) vote.holdsOwn = true;
     this.#record(index, vote);
   }
 

@@ -34,6 +34,8 @@ export interface MemberVote<Answer extends string = LockAnswer> {
   quarantinedForMs?: number;
   /** 'quarantined' for good while it lasts: why this member does not count (not a master, may evict lock keys, the same server as another member). */
   notCounting?: string;
+  /** 'taken' / 'queued': part of this attempt's own hold is on the member all the same (a re-sent call: Refusal.holdsOwn). */
+  holdsOwn?: true;
 }
 
 /** The answer that counts toward quorum in acquire, extend and fence rounds. */
@@ -42,7 +44,14 @@ export const isLocked = (answer: LockAnswer): boolean => answer === 'locked';
 /** What a round's `send` may resolve with: the answer alone, or with details. */
 export type Answered<Answer extends string> =
   | Answer
-  | { vote: Answer; heldForMs?: number | undefined; place?: number | undefined; quarantinedForMs?: number | undefined; notCounting?: string | undefined };
+  | {
+      vote: Answer;
+      heldForMs?: number | undefined;
+      place?: number | undefined;
+      quarantinedForMs?: number | undefined;
+      notCounting?: string | undefined;
+      holdsOwn?: true | undefined;
+    };
 
 const phrases: Record<string, string> = {
   locked: 'locked',

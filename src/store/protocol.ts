@@ -83,6 +83,12 @@ export interface Refusal {
   epoch?: string;
   /** That epoch's quarantine left (undefined with the quarantine off): a sync needs it past. */
   quarantinedForMs?: number;
+  /**
+   * Some of the attempt's own keys (or reader entries) are here despite the refusal: a second run
+   * of the call found part of the first run's hold (_acquired.lua, holdsAll). Only then does the
+   * rollback need this member.
+   */
+  holdsOwn?: true;
 }
 
 /** The keys were set on this member (or, for a non-master, nothing was set and it does not count). */
@@ -114,8 +120,8 @@ export const acquireReply = {
   locked: (quarantineLeftMs: number, epoch: string, fence: { highest: number; trusted: boolean } = { highest: 0, trusted: false }) =>
     [quarantineLeftMs > 0 ? ACQUIRE.quarantined : ACQUIRE.locked, quarantineLeftMs, fence.highest, fence.trusted ? 1 : 0, epoch] as const,
   notMaster: () => [ACQUIRE.notMaster] as const,
-  refused: (why: Refusal['why'], heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1) =>
-    [why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs] as const,
+  refused: (why: Refusal['why'], heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1, holdsOwn = false) =>
+    [why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs, holdsOwn ? 1 : 0] as const,
 };
 
 /**
@@ -136,6 +142,7 @@ export function decodeAcquire(reply: number | unknown[], settled: string, fencin
   if (typeof c === 'string' && c !== '') refusal.epoch = c;
   const left = (reply as unknown[])[4];
   if (typeof left === 'number' && left >= 0) refusal.quarantinedForMs = left;
+  if ((reply as unknown[])[5] === 1) refusal.holdsOwn = true;
   return refusal;
 }
 

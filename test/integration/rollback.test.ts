@@ -1,17 +1,18 @@
 /**
  * The rollback of a failed attempt skips a member that refused it (src/quorum/release.ts): the
  * refusal is proof that nothing of the attempt is left there. Driven here on real masters with the
- * one case that could make it false: ioredis re-sends an acquire whose reply was lost in a
- * reconnect, its first run set our key, and the second run (which refuses, finding the key held)
- * must clear it (_acquired.lua, refused).
+ * cases that could make it false: ioredis re-sends an acquire whose reply was lost in a reconnect
+ * (its first run set our key: the second run must answer granted, as the first did, not refuse
+ * and leave the key behind), and a late copy of a won acquire runs after the win (it must not
+ * take the key from its holder). _acquired.lua, holdsAll.
  */
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { TcpProxy } from '../chaos/proxy.js';
-import { resourceKeys } from '../../src/store/keys.js';
+import { contextOf } from '../../src/redlock.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
-import { errorOf, eventually, fresh, scriptCalls } from './util.js';
+import { eventually, fresh, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 beforeAll(async () => {
@@ -23,7 +24,8 @@ afterAll(() => servers?.close());
 
 /**
  * A Redlock on members 0 (through a proxy), 1 (where `resource` has another owner) and 2, whose
- * acquire of `resource` member 0 has run (our key is set there) with its reply held in the proxy.
+ * acquire of `resource` member 0 has run (our key is set there) with its reply held in the proxy
+ * (`attempt` is that acquire).
  * `resend()` drops the connection with the reply unread: ioredis reconnects and sends the call
  * again, and member 0's second run finds the first run's key.
  */
@@ -47,7 +49,8 @@ async function acquireWithReplyLost(label: string, beforeAttempt: () => Promise<
     await Promise.all([viaProxy, servers.clients[1]!, servers.clients[2]!].map((c) => c.ping()));
     await beforeAttempt();
     proxy.hold('toClient');
-    const attempt = errorOf(redlock.acquire(resource, 10_000));
+    const attempt = redlock.acquire(resource, 10_000);
+    attempt.catch(() => undefined); // awaited by the test
     const ours = await eventually(async () => {
       const value = await servers.clients[0]!.get(resource);
       if (value === null) throw new Error('member 0 has not run the acquire yet');
@@ -64,46 +67,53 @@ async function acquireWithReplyLost(label: string, beforeAttempt: () => Promise<
   }
 }
 
-it('a refusal by the second run of an acquire ioredis re-sent after a reconnect clears the first run’s key, and the rollback skips that member', async () => {
+it('the second run of an acquire ioredis re-sent after a reconnect finds the first run’s key and answers granted, as the first run did', async () => {
   let before: number[] = [];
-  const { viaProxy, resource, attempt, ours, resend, close } = await acquireWithReplyLost('resent-refusal', async () => {
+  const { viaProxy, resource, attempt, ours, resend, close } = await acquireWithReplyLost('resent-granted', async () => {
     before = await Promise.all(servers.clients.map(scriptCalls));
   });
   try {
     resend();
-    const error = await attempt;
-    expect(error.attempts[0]!.votes.map((vote) => vote.vote)).toEqual(['taken', 'taken', 'locked']);
+    // Members 0 (the re-sent call) and 2 say locked: the attempt wins, with the key set on each.
+    const won = await attempt;
+    expect(won.votes.map((vote) => vote.vote)).toEqual(['locked', 'taken', 'locked']);
+    expect(won.value).toBe(ours);
     await Promise.all([viaProxy, ...servers.clients].map((c) => c.ping()));
-    // Nothing of the attempt is left: member 0's second run deleted the first run's key, member 2
-    // was rolled back, member 1 still has its owner.
-    expect(await Promise.all(servers.clients.map((c) => c.get(resource)))).toEqual([null, 'another owner', null]);
-    expect(ours).not.toBe('another owner');
-    // Script calls: member 0 ran the acquire twice and got no rollback; member 1 refused once and
-    // got none; member 2 ran the acquire and its rollback.
+    expect(await Promise.all(servers.clients.map((c) => c.get(resource)))).toEqual([ours, 'another owner', ours]);
+    // Script calls: member 0 ran the acquire twice, members 1 and 2 once; no rollback anywhere.
     const after = await Promise.all(servers.clients.map(scriptCalls));
-    expect(after.map((calls, index) => calls - before[index]!)).toEqual([2, 1, 2]);
+    expect(after.map((calls, index) => calls - before[index]!)).toEqual([2, 1, 1]);
+    await won.release();
   } finally {
     await close();
   }
 });
 
-it('the refusal that clears a re-sent call’s key wakes the waiter first in line, as the rollback’s release would have', async () => {
-  const waiterRedlock = new Redlock(servers.connect(), { retryDelay: 5_000, retryJitter: 0 });
-  const { resource, attempt, resend, close } = await acquireWithReplyLost('resent-wake');
-  try {
-    // W is refused everywhere (the first run's key on 0, the owner on 1, the attempt on 2) and
-    // waits in line; its own retry would come only after 5 s, past its 4 s budget.
-    const started = performance.now();
-    const waiting = waiterRedlock.acquire(resource, 10_000, { waitTimeout: 4_000 });
-    await eventually(async () => expect(await servers.clients[0]!.zcard(resourceKeys([resource])[1]!)).toBe(1));
-    resend();
-    await attempt;
-    // Members 0 (the re-sent call's refusal) and 2 (the rollback) wake W: a quorum of 3.
-    const lock = await waiting;
-    expect(performance.now() - started).toBeLessThan(3_000);
-    await lock.release();
-  } finally {
-    await waiterRedlock.quit();
-    await close();
-  }
+it('a late copy of a won acquire (a delayed link delivers it after the win) leaves the holder its key: nobody else gets the lock', async () => {
+  const redlock = new Redlock(servers.connect(), { retryCount: 0 });
+  const other = new Redlock(servers.connect(), { retryCount: 0 });
+  const resource = fresh('late-copy');
+  await servers.clients[2]!.set(resource, 'another owner', 'PX', 60_000);
+  const lock = await redlock.acquire(resource, 10_000);
+  // The same call (its value, waiter and ticket) run once more on member 0, as a late copy would.
+  const request = { value: lock.value, ttlMs: 10_000, waiter: { id: lock.id, ticket: Date.now(), leaseMs: 0 }, quarantineMs: 0, fencing: false };
+  const late = await contextOf(redlock).members[0]!.acquire([resource], request);
+  expect('why' in late).toBe(false); // granted again, not refused
+  expect(await Promise.all(servers.clients.map((c) => c.get(resource)))).toEqual([lock.value, lock.value, 'another owner']);
+  expect(await other.tryAcquire(resource, 10_000)).toBeNull();
+  await lock.release();
+  await Promise.all([redlock.quit(), other.quit()]);
+});
+
+it('a refusal that finds part of the attempt’s hold (one of its keys gone between the two runs) says so, and the rollback goes there', async () => {
+  const redlock = new Redlock(servers.connect(), { retryCount: 0 });
+  const [a, b] = [fresh('part-a'), fresh('part-b')].map((name) => `{part}:${name}`) as [string, string];
+  // The first run of an attempt set both keys on member 0; then b's key went (evicted, say) and another owner took it.
+  await servers.clients[0]!.set(a, 'attempt-value', 'PX', 60_000);
+  await servers.clients[0]!.set(b, 'another owner', 'PX', 60_000);
+  const request = { value: 'attempt-value', ttlMs: 10_000, waiter: { id: 'x.1.1', ticket: Date.now(), leaseMs: 0 }, quarantineMs: 0, fencing: false };
+  const refusal = await contextOf(redlock).members[0]!.acquire([a, b], request);
+  expect(refusal).toMatchObject({ why: 'taken', holdsOwn: true });
+  await Promise.all(servers.clients.map((c) => c.del(a, b)));
+  await redlock.quit();
 });

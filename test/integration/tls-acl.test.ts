@@ -43,6 +43,10 @@ export const LOCKER_ACL = [
   '+zrange',
   '+zrangebyscore',
   '+zrank',
+  // shared locks' readers (and the refusal's own-hold check)
+  '+zscore',
+  '+zremrangebyscore',
+  '+zcard',
   '+hget',
   '+hmget',
   '+hset',
@@ -135,6 +139,12 @@ it('locks, waits in line, fences and releases over TLS as an ACL user with only 
     expect(second.remainingMs()).toBeGreaterThan(0);
     await second.extend(5_000);
     expect((await second.release()).freed).toBe(true);
+    // Shared locks too: two readers at once, extended, then a writer after them.
+    const [r1, r2] = await Promise.all([redlock.acquire(resource, 5_000, { shared: true }), waiter.acquire(resource, 5_000, { shared: true })]);
+    await r1.extend(5_000);
+    const writer = waiter.acquire(resource, 5_000, { waitTimeout: 3_000 });
+    await Promise.all([r1.release(), r2.release()]);
+    expect((await (await writer).release()).freed).toBe(true);
     // The user can do nothing else: other keys and other commands are refused.
     await expect(clients[0]!.set('not-a-lock', 'x')).rejects.toThrow(/NOPERM/);
     await expect(clients[0]!.call('FLUSHALL')).rejects.toThrow(/NOPERM/);

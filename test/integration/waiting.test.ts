@@ -187,6 +187,38 @@ describe('a waiter that won', () => {
   });
 });
 
+describe('a winner that shortened its hold, or dies unreleased', () => {
+  const lineOf = (resource: string) => resourceKeys([resource])[1]!;
+  const inLine = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(lineOf(resource))));
+
+  it('extend(shorter) and gone: the next waiter gets the lock within the winner’s lease (about 1 s), not its original ttl', async () => {
+    const resource = fresh('shortened');
+    const holder = await client().acquire(resource, 10_000);
+    const winner = client().acquire(resource, 5_000, { waitTimeout: 10_000 }); // lease 1050 ms
+    await eventually(async () => expect((await inLine(resource)).every((count) => count === 1)).toBe(true));
+    await holder.release();
+    const lock = await winner;
+    await lock.extend(300); // then never released
+    const gaveUpAt = performance.now();
+    const next = await client({ retryDelay: 100, retryJitter: 0, retryCount: Infinity }).acquire(resource, 10_000, { waitTimeout: 8_000 });
+    expect(performance.now() - gaveUpAt).toBeLessThan(3_000); // 5 s if its place lasted its ttl
+    await next.release();
+  });
+
+  it('a waiter second in line behind a holder that dies unreleased comes back at its expiry, not after its retry delay', async () => {
+    const resource = fresh('behind-holder');
+    const holder = await client().acquire(resource, 10_000);
+    const winner = client().acquire(resource, 400, { waitTimeout: 10_000 });
+    await eventually(async () => expect((await inLine(resource)).every((count) => count === 1)).toBe(true));
+    await holder.release();
+    await winner; // held 400 ms, never released; it stays first in line meanwhile
+    const startedAt = performance.now();
+    const next = await client({ retryDelay: 3_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 8_000 });
+    expect(performance.now() - startedAt).toBeLessThan(2_000); // 3 s with the retry delay
+    await next.release();
+  });
+});
+
 describe('fairness under contention', () => {
   it('8 workers with ~1 ms holds share the lock evenly: no worker takes it straight back', async () => {
     const resource = fresh('fair');

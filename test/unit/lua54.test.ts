@@ -235,7 +235,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     // A held key: refused, and the caller joins the line (place 0).
     clock.advance(1_000);
     const held = await acquire(['lua54:a'], request('other', { waiter: { id: 'proc.1.w1', ticket: 2, leaseMs: 5_000 } }));
-    expect(held.reply).toEqual([0, 9_000, 0, epochId, 0]);
+    expect(held.reply).toEqual([0, 9_000, 0, epochId, 0, 0]);
 
     // extend: held by us, by another, gone.
     expect((await clean('extend.lua', extendLua, ['lua54:a'], extendArgs('owner-a', 10_000))).reply).toBe(1);
@@ -300,10 +300,10 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const second = await acquireShared(['lua54:r'], shared('r2', { fencing: true }));
     expect(second.reply).toEqual([1, 0, expect.any(Number), expect.any(Number), expect.any(String)]);
     const writer = await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'proc.2.ww', ticket: 11, leaseMs: 5_000 } }));
-    expect(writer.reply).toEqual([0, 10_000, 0, expect.any(String), -1]);
+    expect(writer.reply).toEqual([0, 10_000, 0, expect.any(String), -1, 0]);
     // A reader arriving after the waiting writer is kept behind it (queued: free of writers, not of the line).
     const late = await acquireShared(['lua54:r'], shared('r3', { waiter: { id: sharedName('listener.7.r3'), ticket: 12, leaseMs: 5_000 } }));
-    expect(late.reply).toEqual([2, -1, 1, expect.any(String), -1]);
+    expect(late.reply).toEqual([2, -1, 1, expect.any(String), -1, 0]);
     // extendShared: alive → extended; unknown → gone. A reader's propose checks its entry.
     expect((await clean('extendShared.lua', extendSharedLua, resourceKeys(['lua54:r']), extendArgs(sharedName('r1'), 20_000))).reply).toBe(1);
     expect((await clean('extendShared.lua', extendSharedLua, resourceKeys(['lua54:r']), extendArgs(sharedName('nobody'), 20_000))).reply).toBe(0);

@@ -14,6 +14,7 @@ const taken = (heldForMs: number | undefined, place: number | undefined = 0): Me
   return vote;
 };
 const timeout: MemberVote = { member: 'm', vote: 'timeout', ms: 50 };
+const queued = (place: number): MemberVote => ({ member: 'm', vote: 'queued', ms: 1, place });
 
 describe('nextTryMs', () => {
   it('comes back just after the holder expires when first in line on every member', () => {
@@ -24,8 +25,14 @@ describe('nextTryMs', () => {
     expect(nextTryMs([taken(5_000), taken(5_000), taken(5_000)], 200)).toBe(200);
   });
 
+  it('second in line behind a holder counts as first (a winner keeps its place until it releases)', () => {
+    expect(nextTryMs([taken(40, 1), taken(40, 1), taken(40, 1)], 200)).toBe(41);
+    // Not for 'queued': the head there is a real waiter, and the resource is free.
+    expect(nextTryMs([queued(1), queued(1), queued(1)], 200)).toBe(200);
+  });
+
   it('waits the delay when first in line on fewer than a quorum', () => {
-    expect(nextTryMs([taken(40), taken(40, 1), taken(40, 1)], 200)).toBe(200);
+    expect(nextTryMs([taken(40), taken(40, 2), taken(40, 2)], 200)).toBe(200);
     expect(nextTryMs([taken(40), timeout, timeout], 200)).toBe(200);
   });
 

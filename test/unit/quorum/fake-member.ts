@@ -71,7 +71,7 @@ export class FakeMember implements Member {
   max: number;
   readonly counters = new Map<string, number>();
   readonly keys = new Map<string, Key>();
-  /** The values of the acquires this member refused (their rollback may skip it). */
+  /** The values of the acquires this member refused holding nothing of them (their rollback may skip it). */
   readonly refused = new Set<string>();
   /** Every call, in the order made. */
   readonly calls: Call[] = [];
@@ -137,12 +137,13 @@ export class FakeMember implements Member {
         return holder !== undefined && holder !== request.value;
       });
       if (others.length > 0) {
-        // As _acquired.lua refuses: nothing holding this value is left (an earlier run of the same call).
-        for (const resource of resources) if (this.holder(resource) === request.value) this.keys.delete(resource);
-        this.refused.add(request.value);
+        // As _acquired.lua refuses: it says whether part of this attempt's hold is here all the same.
+        const holdsOwn = resources.some((resource) => this.holder(resource) === request.value);
+        if (!holdsOwn) this.refused.add(request.value);
         const refusal: Refusal = { why: 'taken', heldForMs: Math.max(...others.map((resource) => this.keys.get(resource)!.expiresAt - now)), place: undefined };
         if (epoch !== undefined) refusal.epoch = epoch;
         if (request.fencing && request.quarantineMs > 0) refusal.quarantinedForMs = quarantineLeft;
+        if (holdsOwn) refusal.holdsOwn = true;
         return refusal;
       }
       for (const resource of resources) this.keys.set(resource, { value: request.value, expiresAt: now + request.ttlMs });
@@ -295,8 +296,8 @@ export function fakeMembers(clock: ManualClock, count: number, optionsOf: (index
 
 /**
  * Whether nothing of the attempt with `value` can be left on `member`: it was sent a release after
- * the acquire, or it refused that acquire (a refusal leaves nothing of the value: _acquired.lua),
- * so the rollback may skip it.
+ * the acquire, or it refused that acquire holding nothing of it (Refusal.holdsOwn unset), so the
+ * rollback may skip it.
  */
 export function rolledBack(member: FakeMember, value: string): boolean {
   return releasedAfterAcquire(member, value) || member.refused.has(value);
