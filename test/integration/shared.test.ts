@@ -59,13 +59,20 @@ async function hold(lock: Lock, ms: number, who: string, into: Held[]): Promise<
 describe('shared locks', () => {
   it('several readers hold at once; a writer is refused while they hold, with the votes saying why', async () => {
     const resource = fresh('shared-many');
-    const readers = [0, 1, 2].map(() => new Redlock(servers.connect(), { retryCount: 0 }));
+    // Connected first: a call made while connecting waits for the connection inside its 50 ms
+    // nodeTimeout, which a loaded CI machine can miss (one attempt each, no retry).
+    const connected = async () => {
+      const clients = servers.connect();
+      await Promise.all(clients.map((c) => c.ping()));
+      return clients;
+    };
+    const readers = await Promise.all([0, 1, 2].map(async () => new Redlock(await connected(), { retryCount: 0 })));
     const locks = await Promise.all(readers.map((r) => r.acquire(resource, 10_000, { shared: true })));
     expect(locks.map((lock) => lock.shared)).toEqual([true, true, true]);
     expect(locks.every((lock) => lock.remainingMs() > 0)).toBe(true);
     await expectReaders(resource, 3);
 
-    const writer = new Redlock(servers.connect(), { retryCount: 0 });
+    const writer = new Redlock(await connected(), { retryCount: 0 });
     expect(await writer.tryAcquire(resource, 10_000)).toBeNull();
     const refused = await errorOf(writer.acquire(resource, 10_000));
     expect(refused.outcome).toBe('taken');
