@@ -151,7 +151,10 @@ describe('three clusters as members, quorum two', () => {
 
   it("works on clients with ioredis' enableAutoPipelining, which would batch script calls by their key count", async () => {
     const pipelining = clusters.map((cluster) => connect(cluster, { enableAutoPipelining: true }));
-    const redlock = new Redlock(pipelining, { retryCount: 0 });
+    // Connected first, and a roomy nodeTimeout: what is tested is the batching, not how fast new
+    // cluster clients connect on a loaded CI machine (one attempt each; it failed once in CI).
+    await Promise.all(pipelining.map((client) => client.ping()));
+    const redlock = new Redlock(pipelining, { retryCount: 0, nodeTimeout: 500 });
     // Many resources at once, spread over every node: ioredis batches what is sent in one tick.
     const resources = Array.from({ length: 60 }, () => fresh('pipelined'));
     expect(new Set(resources.map((name) => slotOf(name) >> 12)).size).toBeGreaterThan(2);
