@@ -173,12 +173,12 @@ const scripts: Record<string, Script> = {
       // Shared holders exist only once a shared acquire ran (quorumlockAcquireShared), which is not simulated.
       if (m.exists(keys[3 * n + i]!)) m.unsupported('shared holders');
     }
-    if (heldFor !== -1) {
-      // A refusal leaves no key holding this value (_acquired.lua, refused).
-      for (let i = 0; i < n; i++) if (m.get(keys[i]!) === value) m.del(keys[i]!);
-      return acquireReply.refused('taken', heldFor);
-    }
-    for (let i = 0; i < n; i++) m.setPx(keys[i]!, value, ttlMs);
+    // A second run of the same call that finds its whole hold is granted again, untouched; a
+    // refusal says whether part of it is here (_acquired.lua, holdsAll and refused).
+    let own = 0;
+    for (let i = 0; i < n; i++) if (m.get(keys[i]!) === value) own++;
+    if (heldFor !== -1 && own < n) return acquireReply.refused('taken', heldFor, -1, '', -1, own > 0);
+    if (own < n) for (let i = 0; i < n; i++) m.setPx(keys[i]!, value, ttlMs);
     if (quarantineMs === 0) return acquireReply.settled();
     // The epoch's id is its since (unique enough here: the simulation never restarts a member twice in a ms).
     let since = m.hget(epoch, 'since');

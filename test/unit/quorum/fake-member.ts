@@ -132,21 +132,20 @@ export class FakeMember implements Member {
       const now = this.clock.now();
       const quarantineLeft = request.quarantineMs > 0 ? Math.max(0, this.#quarantineUntil - now) : 0;
       const epoch = request.quarantineMs > 0 || request.fencing ? this.epoch : undefined;
-      const others = resources.filter((resource) => {
-        const holder = this.holder(resource);
-        return holder !== undefined && holder !== request.value;
-      });
-      if (others.length > 0) {
-        // As _acquired.lua refuses: it says whether part of this attempt's hold is here all the same.
-        const holdsOwn = resources.some((resource) => this.holder(resource) === request.value);
+      const held = resources.filter((resource) => this.holder(resource) !== undefined);
+      const own = held.filter((resource) => this.holder(resource) === request.value).length;
+      // As acquire.lua: a second run of the same call that finds its whole hold is granted again,
+      // untouched; held otherwise, it is refused, saying whether part of its hold is here.
+      if (held.length > 0 && own < resources.length) {
+        const holdsOwn = own > 0;
         if (!holdsOwn) this.refused.add(request.value);
-        const refusal: Refusal = { why: 'taken', heldForMs: Math.max(...others.map((resource) => this.keys.get(resource)!.expiresAt - now)), place: undefined };
+        const refusal: Refusal = { why: 'taken', heldForMs: Math.max(...held.map((resource) => this.keys.get(resource)!.expiresAt - now)), place: undefined };
         if (epoch !== undefined) refusal.epoch = epoch;
         if (request.fencing && request.quarantineMs > 0) refusal.quarantinedForMs = quarantineLeft;
         if (holdsOwn) refusal.holdsOwn = true;
         return refusal;
       }
-      for (const resource of resources) this.keys.set(resource, { value: request.value, expiresAt: now + request.ttlMs });
+      if (own < resources.length) for (const resource of resources) this.keys.set(resource, { value: request.value, expiresAt: now + request.ttlMs });
       const locked: Locked = { quarantinedForMs: quarantineLeft };
       if (epoch !== undefined) locked.epoch = epoch;
       if (request.fencing) locked.fence = this.reading(resources);
