@@ -53,21 +53,9 @@ local function wakeHead(i, n)
   end
 end
 
--- Deletes the hold of `value` on resource i of n: its lock key, or for a shared value its reader
--- entry. Whether there was one. pcall: GET on a key of the user's own of another type (a hash at
--- the same name) is an error, and such a key is never ours.
-local function dropHold(i, n, value)
-  if isShared(value) then
-    return redis.call('ZREM', KEYS[3 * n + i], value) == 1
-  end
-  if redis.pcall('GET', KEYS[i]) == value then
-    redis.call('DEL', KEYS[i])
-    return true
-  end
-  return false
-end
-
--- Whether `value` holds resource i of n here: its lock key, or for a shared value a live reader entry.
+-- Whether `value` holds resource i of n here: its lock key, or for a shared value a live reader
+-- entry. pcall: GET on a key of the user's own of another type (a hash at the same name) is an
+-- error, and such a key is never ours.
 local function holds(i, n, value)
   if isShared(value) then
     local ends = tonumber(redis.call('ZSCORE', KEYS[3 * n + i], value))

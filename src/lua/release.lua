@@ -19,9 +19,23 @@ end
 -- #include _time.lua
 -- #include _readers.lua
 local value, leaving = ARGV[1], ARGV[2]
+
+-- Deletes the hold of `value` on resource i: its lock key, or for a shared value its reader entry
+-- (live or not). Whether there was one.
+local function dropHold(i)
+  if isShared(value) then
+    return redis.call('ZREM', KEYS[3 * n + i], value) == 1
+  end
+  if holds(i, n, value) then
+    redis.call('DEL', KEYS[i])
+    return true
+  end
+  return false
+end
+
 local deleted = 0
 for i = 1, n do
-  local freed = dropHold(i, n, value)
+  local freed = dropHold(i)
   if freed then
     deleted = deleted + 1
   end

@@ -18,7 +18,7 @@ function keysOf(resources: readonly string[]): readonly string[] {
 }
 
 function acquireKeysOf(resources: readonly string[]): readonly string[] {
-  if (lastAcquireKeys?.resources !== resources) lastAcquireKeys = { resources, keys: [...resourceKeys(resources), EPOCH_KEY] };
+  if (lastAcquireKeys?.resources !== resources) lastAcquireKeys = { resources, keys: [...keysOf(resources), EPOCH_KEY] };
   return lastAcquireKeys.keys;
 }
 
