@@ -195,8 +195,8 @@ export class Notifications {
   readonly #members: readonly RedisMember[];
   readonly #logger: Logger;
   readonly #subscribers: (Subscriber | undefined)[];
-  /** Per member: waiter id → its watch. */
-  readonly #watches: Map<string, Watch>[];
+  /** Waiter id → its watch: every member's subscriber announces to the same ones (one channel). */
+  readonly #watches = new Map<string, Watch>();
   /** This Redlock's listener: its waiters' ids start with it, and its channel is theirs. */
   readonly #listener = newListener();
   readonly #channel = listenerChannel(this.#listener);
@@ -208,7 +208,6 @@ export class Notifications {
     this.#members = members;
     this.#logger = logger;
     this.#subscribers = members.map(() => undefined);
-    this.#watches = members.map(() => new Map());
     this.#endHeard = members.map(() => false);
   }
 
@@ -231,20 +230,21 @@ export class Notifications {
   /** Starts listening for the members' word that `waiterId` (one of newWaiterId's) is first in line after a release. */
   watch(waiterId: string): Watch {
     const watch = new Watch(this.#members.length, () => {
-      this.#watches.forEach((watches, index) => {
-        if (!watches.delete(waiterId)) return;
-        // The last wait on a member that is down: stop reconnecting to it now (the next wait
-        // makes a new subscriber), so nothing of ours keeps the process alive. A ready one
-        // stays subscribed for the next wait.
-        const subscriber = this.#subscribers[index];
-        if (watches.size === 0 && subscriber && subscriber.connection.status !== 'ready') this.#closeSubscriber(index);
+      if (!this.#watches.delete(waiterId) || this.#watches.size > 0) return;
+      // The last wait: stop reconnecting to members that are down now (the next wait makes a new
+      // subscriber), so nothing of ours keeps the process alive. A ready one stays subscribed for
+      // the next wait.
+      this.#subscribers.forEach((subscriber, index) => {
+        if (subscriber && subscriber.connection.status !== 'ready') this.#closeSubscriber(index);
       });
     });
     if (this.#closed) return watch; // after quit(): timed retries only
-    const subscribed = this.#members.map((_, index) => {
-      this.#watches[index]!.set(waiterId, watch);
-      return this.#subscriber(index).subscribe();
-    });
+    this.#watches.set(waiterId, watch);
+    // Subscribed on a majority already (an earlier wait): ready as it is. A minority reconnecting
+    // subscribes again by itself when ready (Subscriber). Most acquires of a Redlock that waited
+    // once come here, contended or not: nothing more to send or to wait for.
+    if (this.listening) return watch;
+    const subscribed = this.#members.map((_, index) => this.#subscriber(index).subscribe());
     // A waiter needs a majority of announcements, so a majority of subscriptions is enough: a
     // member that is down must not hold up every waiter.
     watch.ready = atLeast(quorumOf(subscribed.length), subscribed).catch((error: Error) =>
@@ -263,7 +263,7 @@ export class Notifications {
     const existing = this.#subscribers[index];
     if (existing) return existing;
     const member = this.#members[index]!;
-    const watches = this.#watches[index]!;
+    const watches = this.#watches;
     const connection = member.subscriber(() => !this.#closed && watches.size > 0);
     const subscriber = new Subscriber(connection, this.#channel, (error) =>
       this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries'),
@@ -289,7 +289,6 @@ export class Notifications {
   #closeSubscriber(index: number): void {
     const subscriber = this.#subscribers[index];
     this.#subscribers[index] = undefined;
-    this.#watches[index]!.clear();
     subscriber?.connection.disconnect();
   }
 }
