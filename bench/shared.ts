@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
 import { Redlock } from '../src/index.js';
 import { acquireLua, acquireSharedLua, releaseLua } from '../src/lua/sources.js';
-import { EPOCH_KEY, resourceKeys } from '../src/store/keys.js';
+import { EPOCH_KEY, KEYS_PER_RESOURCE, resourceKeys } from '../src/store/keys.js';
 import { acquireArgs, sharedName, type AcquireRequest } from '../src/store/protocol.js';
 import { median, now, quantile } from './lib.js';
 
@@ -74,8 +74,8 @@ const releaseShas = { before: (await server.script('LOAD', releases.before)) as 
 const shas = Object.fromEntries(
   await Promise.all(Object.entries(scripts).map(async ([name, lua]) => [name, (await server.script('LOAD', lua)) as string])),
 ) as Record<keyof typeof scripts, string>;
-/** The keys of one resource as each version lays them out: 3 keys before shared locks, 4 after. */
-const keysFor = (name: keyof typeof scripts, resource: string) => [...resourceKeys([resource]).slice(0, name === 'before' ? 3 : 4), EPOCH_KEY];
+/** The keys of one resource as each version lays them out: 3 keys before shared locks, KEYS_PER_RESOURCE now. */
+const keysFor = (name: keyof typeof scripts, resource: string) => [...resourceKeys([resource]).slice(0, name === 'before' ? 3 : KEYS_PER_RESOURCE), EPOCH_KEY];
 const request = (value: string, waiter: string): AcquireRequest => ({
   value,
   ttlMs: 10_000,
@@ -84,7 +84,8 @@ const request = (value: string, waiter: string): AcquireRequest => ({
   fencing: false,
 });
 // The settled epoch (the hot path: a bare 1 reply, no TIME): learned from one call.
-const first = (await server.evalsha(shas.after, 5, ...keysFor('after', 'cs:epoch'), ...acquireArgs(request('v', 'w'), ''))) as unknown[];
+const epochKeys = keysFor('after', 'cs:epoch');
+const first = (await server.evalsha(shas.after, epochKeys.length, ...epochKeys, ...acquireArgs(request('v', 'w'), ''))) as unknown[];
 const settled = String(first[4]);
 
 let batch = 0;
@@ -121,7 +122,8 @@ async function usecPerRelease(name: keyof typeof releases): Promise<number> {
     const pipeline = server.pipeline();
     for (let i = done; i < Math.min(calls, done + 1000); i++) {
       const resource = `cr:${tag}:${i}`;
-      const keys = keysFor(name, resource).slice(0, -1);
+      // Before, release took the resource keys alone; now the epoch key too (a release may hand the lock over).
+      const keys = name === 'before' ? keysFor(name, resource).slice(0, -1) : keysFor(name, resource);
       pipeline.set(resource, `v${i}`, 'PX', 10_000);
       pipeline.evalsha(releaseShas[name], keys.length, ...keys, `v${i}`);
     }

@@ -370,6 +370,8 @@ export class Redlock {
       votes: won.round.votes,
       fence: won.fence,
       inLineAs: won.inLineAs,
+      abandoned: won.abandoned,
+      extendTo: won.extendTo,
     });
   }
 }

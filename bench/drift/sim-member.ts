@@ -19,6 +19,7 @@
  */
 import type { ManualClock } from '../../src/index.js';
 import { acquireReply, extendReply, readAcquireArgs, readExtendArgs, readReleaseArgs, readTrustArgs } from '../../src/store/protocol.js';
+import { KEYS_PER_RESOURCE } from '../../src/store/keys.js';
 
 export interface MemberSpec {
   /** Appears in memberId as host:port/0. */
@@ -149,10 +150,10 @@ export class SimMember {
   }
 }
 
-/** KEYS of one resource-set call: n lock keys, n line keys, n lease keys, n reader keys (plus the epoch key). */
+/** KEYS of one resource-set call: KEYS_PER_RESOURCE per resource (keys.ts, resourceKeys), plus the epoch key. */
 function lockKeyCount(keys: string[], extra: number, name: string): number {
-  const n = (keys.length - extra) / 4;
-  if (n < 1 || !Number.isInteger(n)) throw new Error(`quorumlock: ${name}: expected 4 keys per resource, got ${keys.length}`);
+  const n = (keys.length - extra) / KEYS_PER_RESOURCE;
+  if (n < 1 || !Number.isInteger(n)) throw new Error(`quorumlock: ${name}: expected ${KEYS_PER_RESOURCE} keys per resource, got ${keys.length}`);
   return n;
 }
 
@@ -164,6 +165,7 @@ const scripts: Record<string, Script> = {
     const { value, ttlMs, waiter, quarantineMs, fencing, settled } = readAcquireArgs(args);
     if (waiter.leaseMs > 0) m.unsupported('a place in the line of waiters (lease > 0: acquire with retries)');
     if (fencing) m.unsupported('fencing');
+    if (readAcquireArgs(args).handover) m.unsupported('a handover request (only in line)');
     let heldFor = -1;
     for (let i = 0; i < n; i++) {
       const pttl = m.pttl(keys[i]!);
@@ -194,7 +196,7 @@ const scripts: Record<string, Script> = {
 
   // release.lua (no line can exist, so there is nobody to PUBLISH to)
   quorumlockRelease(m, keys, args) {
-    const n = lockKeyCount(keys, 0, 'release');
+    const n = lockKeyCount(keys, 1, 'release');
     const { value } = readReleaseArgs(args);
     let deleted = 0;
     for (let i = 0; i < n; i++) {
@@ -216,7 +218,7 @@ const scripts: Record<string, Script> = {
 
   // leave.lua: nobody is ever in line here
   quorumlockLeave(_m, keys) {
-    lockKeyCount(keys, 0, 'leave');
+    lockKeyCount(keys, 1, 'leave');
     return 1;
   },
 

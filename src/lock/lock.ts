@@ -39,6 +39,10 @@ export interface HeldLock {
   fence: number | undefined;
   /** The waiter id its acquire kept a place in line as (Won.inLineAs): its release leaves every line. */
   inLineAs?: string | undefined;
+  /** Handover values its acquire abandoned (Won.abandoned): its release takes them back. */
+  abandoned?: string | undefined;
+  /** The ttl asked for, when the keys were set for less (Won.extendTo): extended to it at once. */
+  extendTo?: number | undefined;
   /**
    * A handle on a lock held elsewhere (a nested handle, lock/reentrancy.ts): no validity of its
    * own, so no expiry timer and no 'lost' event of its own (the outer lock has both).
@@ -67,6 +71,8 @@ export class Lock implements AsyncDisposable {
   #votes: readonly MemberVote<LockAnswer | ExtendAnswer>[];
   /** HeldLock.inLineAs: left with the release. */
   readonly #inLineAs: string | undefined;
+  /** HeldLock.abandoned: taken back with the release. */
+  readonly #abandoned: string | undefined;
   #released = false;
   #extending: Promise<unknown> = Promise.resolve();
   /** Created on first use of `signal`, so locks nobody watches cost no timer. */
@@ -106,9 +112,14 @@ export class Lock implements AsyncDisposable {
     this.#votes = held.votes;
     this.fence = held.fence;
     this.#inLineAs = held.inLineAs;
+    this.#abandoned = held.abandoned;
     // One boolean check when nobody listens: no timer for locks nobody observes.
     this.#expiryWatched = held.borrowed !== true && channels.lost.hasSubscribers;
     if (this.#expiryWatched) this.#armExpiry();
+    // Handed over for its place in line's lease, shorter than the ttl asked for: the extend runs
+    // while the caller already holds the lock (its validity is the lease's until then). A failed
+    // extend leaves that validity, which remainingMs() and the expiry report as they are.
+    if (held.extendTo !== undefined) this.extend(held.extendTo).catch(() => undefined);
   }
 
   /**
@@ -297,7 +308,7 @@ export class Lock implements AsyncDisposable {
     // answering our earlier calls is waited for while the lock would still be valid, so the
     // release is confirmed rather than reported unconfirmed.
     const limitMs = Math.max(settings.nodeTimeout, this.#deadline - settings.clock.now());
-    const round = await releaseOn(members, settings, this.resources, this.value, 'quorum', limitMs, this.#inLineAs);
+    const round = await releaseOn(members, settings, this.resources, this.value, 'quorum', limitMs, this.#inLineAs, this.#abandoned);
     // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
     const freed = round.won;
     if (freed) {

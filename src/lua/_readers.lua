@@ -1,5 +1,4 @@
--- (Included by acquire.lua, acquireShared.lua, release.lua, leave.lua and extendShared.lua, after now() is
--- defined.) Shared holders and the line, per resource i of n.
+-- (Included by acquire.lua, acquireShared.lua, release.lua and leave.lua, after now() is defined.) Shared holders and the line, per resource i of n.
 --
 -- The readers key is a ZSET: a shared holder's lock value → when its hold ends, in ms on this
 -- member's clock (now + ttl when the script ran: the same timing as a lock key's PX). The key's
@@ -15,42 +14,32 @@ local function liveReaders(readers)
   return redis.call('ZCARD', readers)
 end
 
--- Removes waiters whose lease ran out (they died or gave up without saying so).
-local function pruneLine(line, leases)
+-- Removes the waiters of resource i of n whose lease ran out (they died or gave up without
+-- saying so), with their handover requests.
+local function pruneLine(i, n)
+  local leases = KEYS[2 * n + i]
   local stale = redis.call('ZRANGEBYSCORE', leases, '-inf', now())
   if #stale > 0 then
-    redis.call('ZREM', line, unpack(stale))
+    redis.call('ZREM', KEYS[n + i], unpack(stale))
     redis.call('ZREM', leases, unpack(stale))
+    redis.call('HDEL', KEYS[4 * n + i], unpack(stale))
   end
 end
 
--- Tells whoever may enter now that they are first: a writer at the head when nobody holds the
--- resource, or the readers at the head (up to the first writer) when no writer holds it. A
--- wake-up that turns out early costs the waiter one refused attempt; a missed one costs it a
--- retry delay, never safety.
-local function wakeHead(i, n)
-  local lock, line = KEYS[i], KEYS[n + i]
-  if redis.call('EXISTS', line) == 0 or redis.call('EXISTS', lock) == 1 then
-    return
+-- Whether the lock key of resource i holds one of `values` (handover values, space-separated,
+-- of a waiter that no longer counts on them: protocol.ts, takeBack): then it is deleted here.
+-- Those values were only ever set by a release handing the lock over (_wake.lua) and are
+-- counted by nobody, so deleting them takes nothing from anyone.
+local function takeBack(i, values)
+  if values == '' then
+    return false
   end
-  pruneLine(line, KEYS[2 * n + i])
-  local waiters = redis.call('ZRANGE', line, 0, -1)
-  local head = waiters[1]
-  if not head then
-    return
+  local current = redis.pcall('GET', KEYS[i])
+  if type(current) ~= 'string' or not string.find(' ' .. values .. ' ', ' ' .. current .. ' ', 1, true) then
+    return false
   end
-  if not isShared(head) then
-    if liveReaders(KEYS[3 * n + i]) == 0 then
-      notify(head, lock)
-    end
-    return
-  end
-  for _, waiter in ipairs(waiters) do
-    if not isShared(waiter) then
-      return
-    end
-    notify(waiter, lock)
-  end
+  redis.call('DEL', KEYS[i])
+  return true
 end
 
 -- Whether `value` holds resource i of n here: its lock key, or for a shared value a live reader

@@ -6,7 +6,10 @@
 -- ARGV: value, ttl ms, waiter id, ticket (arrival order, the same on every member), lease ms
 --       (how long a refused caller keeps its place without coming back; 0 = do not join the line),
 --       quarantine ms (0 = off), fencing (1 = report the fence counters), the id of the epoch this
---       client last saw past its quarantine ('' = none: then the member's TIME decides).
+--       client last saw past its quarantine ('' = none: then the member's TIME decides); then the
+--       handover request (docs/handover.md; '' = none): the value a release may set for this
+--       waiter, the request's stamp, and handover values it no longer counts on (space-separated),
+--       taken back first.
 -- Returns 1 when every lock key was set (all or nothing) and this member counts in the epoch the
 -- caller last saw settled (or quarantine and fencing are both off). Otherwise, when the keys were
 -- set: {1 | 3 (quarantined), quarantine ms left, fence counter, counter trusted 1/0, epoch id}.
@@ -15,7 +18,9 @@
 -- why = 0 held by another owner (a writer, or live shared holders), 2 free but kept for an earlier waiter; heldForMs = the longest
 -- PTTL among held keys (-1: none held, -2: held without an expiry); place = 0-based place in the
 -- longest line (-1: not in line); the epoch id ('' with quarantine and fencing off) and its
--- quarantine left (-1: quarantine off), for a fence sync bound to it.
+-- quarantine left (-1: quarantine off), for a fence sync bound to it; own (_acquired.lua,
+-- refused); handed: 1 when the key holds this waiter's handover value (a release handed it the
+-- lock, and this attempt came first).
 -- #include _compat.lua
 -- #include _keys.lua
 local n = resourceCount(1)
@@ -25,6 +30,7 @@ end
 local epoch = KEYS[#KEYS]
 local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
+local handover, stamp, abandoned = ARGV[9] or '', ARGV[10] or '', ARGV[11] or ''
 -- #include _epoch.lua
 -- #include _fence.lua
 -- #include _readers.lua
@@ -40,8 +46,24 @@ if quarantine > 0 or fencing then
   end
 end
 
+-- Asks to be handed the lock at a release (_wake.lua, handOver), with the place in line a refused
+-- attempt with a lease takes or keeps (its lease starts now: a hand-over by this request lives at
+-- least min(ttl, lease) from this run). One resource only: a release frees one resource, and a
+-- waiter for several needs all of them. The request carries this attempt's stamp.
+local function requestHandover()
+  if handover == '' or lease <= 0 or n ~= 1 then
+    return
+  end
+  local requests = KEYS[4 * n + 1]
+  redis.call('HSET', requests, waiter, handover .. ' ' .. ttl .. ' ' .. quarantine .. ' ' .. stamp)
+  if redis.call('PTTL', requests) < lease then
+    redis.call('PEXPIRE', requests, lease)
+  end
+end
+
 local heldFor, ahead, forever, lined = -1, false, false, nil
 for i = 1, n do
+  takeBack(i, abandoned)
   local pttl = redis.call('PTTL', KEYS[i])
   if pttl == -1 then
     forever = true
@@ -58,12 +80,12 @@ for i = 1, n do
       heldFor = math.max(heldFor, tonumber(last) - now(), 0)
     end
   end
-  local line, leases = KEYS[n + i], KEYS[2 * n + i]
+  local line = KEYS[n + i]
   if redis.call('EXISTS', line) == 1 then
     lined = lined or {}
     lined[i] = true
     -- Waiters whose lease ran out died or gave up without saying so: they lose their place.
-    pruneLine(line, leases)
+    pruneLine(i, n)
     local head = redis.call('ZRANGE', line, 0, 0)[1]
     if head and head ~= waiter then
       ahead = true
@@ -85,4 +107,9 @@ end
 if heldFor ~= -1 and holdsAll(n, value) then
   return granted(epoch, epochId, since, settled, quarantine, fencing, n, waiter, tonumber(ttl), lined)
 end
-return refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
+local reply = refused(n, value, waiter, ticket, lease, heldFor, forever, epoch, epochId, since, quarantine, fencing)
+requestHandover()
+if handover ~= '' and redis.pcall('GET', KEYS[1]) == handover then
+  reply[7] = 1
+end
+return reply

@@ -48,11 +48,11 @@ for i = 1, n do
   elseif pttl ~= -2 then
     heldFor = math.max(heldFor, pttl, 0)
   end
-  local line, leases = KEYS[n + i], KEYS[2 * n + i]
+  local line = KEYS[n + i]
   if redis.call('EXISTS', line) == 1 then
     lined = lined or {}
     lined[i] = true
-    pruneLine(line, leases)
+    pruneLine(i, n)
     -- A writer ahead of us: one in line before our own place, or anywhere in line when we have
     -- no place (we arrived after everyone in it, as far as this member knows).
     for _, other in ipairs(redis.call('ZRANGE', line, 0, -1)) do

@@ -1,24 +1,27 @@
--- Release, and hand the resource to whoever is first in line.
--- KEYS: the n lock keys, their n line keys, n lease keys and n reader keys. ARGV[1]: value.
--- ARGV[2] (optional): the holder's waiter id, when it won after waiting in line: it leaves every
--- line here (as leave.lua would), before the new head is woken. A waiter that wins keeps its place
--- until then (the acquire scripts bound it to its hold: _acquired.lua, granted), which saves the
--- separate leave round a won wait used to cost.
+-- Release, and let whoever is first in line go next.
+-- KEYS: resourceKeys (5 per resource: lock, line, leases, readers, handover), then the epoch hash.
+-- ARGV[1]: value. ARGV[2]: the holder's waiter id when it took a place in line ('' = none): it
+-- leaves every line here, with its handover request, before the new head is told. A waiter that
+-- wins keeps its place until then (the acquire scripts bound it to its hold: _acquired.lua,
+-- granted; _wake.lua, handOver), which saves a separate leave round per won wait. ARGV[3]: the
+-- holder's handover values it did not win with ('' = none, space-separated): a release may have
+-- handed it one of them late, which it never counted (takeBack).
 -- An exclusive value: deletes each lock key that still holds it; leaves keys of other owners
 -- alone. A shared value (SHARED_MARK first): removes its entry from each readers ZSET, and
 -- touches nothing else. Where a line of waiters exists and the resource is now free for its head,
--- PUBLISHes the id of the waiter now first in line only, or of the readers at the head, each on
--- its listener's channel (wakeHead, notify): one message per waiter woken, however long the line.
--- Returns how many lock keys (or reader entries) were deleted.
+-- tells the waiter now first in line only (or hands it the lock), or the readers at the head,
+-- each on its listener's channel (_wake.lua, wakeHead): one message per waiter, however long the line.
+-- Returns how many lock keys (or reader entries) holding `value` were deleted.
 -- #include _compat.lua
 -- #include _keys.lua
-local n = resourceCount(0)
+local n = resourceCount(1)
 if not n then
-  return malformed('')
+  return malformed(' and the epoch key')
 end
--- #include _time.lua
+-- #include _epoch.lua
 -- #include _readers.lua
-local value, leaving = ARGV[1], ARGV[2]
+-- #include _wake.lua
+local value, leaving, abandoned = ARGV[1], ARGV[2] or '', ARGV[3] or ''
 
 -- Deletes the hold of `value` on resource i: its lock key, or for a shared value its reader entry
 -- (live or not). Whether there was one.
@@ -39,10 +42,13 @@ for i = 1, n do
   if freed then
     deleted = deleted + 1
   end
-  -- Out of line first, so that the head woken next is not the holder itself.
-  local left = leaving and redis.call('ZREM', KEYS[n + i], leaving) == 1
-  if left then
+  freed = takeBack(i, abandoned) or freed
+  -- Out of line first, so that the head told next is not the holder itself.
+  local left = false
+  if leaving ~= '' then
+    left = redis.call('ZREM', KEYS[n + i], leaving) == 1
     redis.call('ZREM', KEYS[2 * n + i], leaving)
+    redis.call('HDEL', KEYS[4 * n + i], leaving)
   end
   if freed or left then
     wakeHead(i, n)

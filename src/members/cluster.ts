@@ -36,7 +36,7 @@ export function clusterTopology(cluster: Cluster, keyPrefix: string): Topology {
   return {
     keysOf: (resources) => resourceKeys(resources, keyPrefix),
     epochKeyOf: (resources) => clusterEpochKey(keyPrefix + resources[0]!),
-    acquireKeysOf: (resources) => [...resourceKeys(resources, keyPrefix), clusterEpochKey(keyPrefix + resources[0]!)],
+    keysAndEpochOf: (resources) => [...resourceKeys(resources, keyPrefix), clusterEpochKey(keyPrefix + resources[0]!)],
     everyEpochKey: allClusterEpochKeys,
     readFacts: () => clusterFacts(cluster),
     // ioredis writes each call on its node's connection itself: nothing of ours to cork.

@@ -22,11 +22,14 @@ export interface Member {
   acquire(resources: readonly string[], request: AcquireRequest): Promise<Locked | Refusal>;
   /** Renews the keys' expiry to `ttlMs` if every one still holds `value`. */
   extend(resources: readonly string[], value: string, ttlMs: number): Promise<ExtendReply>;
-  /** Deletes the keys that hold `value`; resolves with how many; the first waiter in line is told. */
-  /** `leaving`: the holder's waiter id, which leaves every line with this release (release.lua). */
-  release(resources: readonly string[], value: string, leaving?: string): Promise<number>;
-  /** Gives up `waiterId`'s places in the lines of `resources`. */
-  leave(resources: readonly string[], waiterId: string): Promise<number>;
+  /**
+   * Deletes the keys that hold `value`; resolves with how many; the first waiter in line is told
+   * (or handed the lock). `leaving`: the holder's waiter id, which leaves every line with this
+   * release; `abandoned`: its handover values it did not win with, taken back (release.lua).
+   */
+  release(resources: readonly string[], value: string, leaving?: string, abandoned?: string): Promise<number>;
+  /** Gives up `waiterId`'s places in the lines of `resources`, taking back its `abandoned` handover values. */
+  leave(resources: readonly string[], waiterId: string, abandoned?: string): Promise<number>;
   /**
    * Raises the fence counters of `resources` to `token`, in the epoch `epoch` ('' for a propose
    * to a member not heard in the acquire round); a sync with `floor` also repairs an incomplete

@@ -31,7 +31,7 @@ import {
   type Locked,
   type Refusal,
 } from '../store/protocol.js';
-import { leaderRecordKey } from '../store/keys.js';
+import { leaderRecordKey, readersKeysIn } from '../store/keys.js';
 import { clusterTopology } from './cluster.js';
 import { isClusterClient, keyPrefixOf, memberId, type MemberClient } from './id.js';
 import type { Member } from './member.js';
@@ -135,7 +135,7 @@ export class RedisMember implements Member {
     const known = this.#settled.get(epochKey);
     const settled = known !== undefined && known.quarantineMs === request.quarantineMs ? known.id : '';
     const script = isShared(request.value) ? 'quorumlockAcquireShared' : 'quorumlockAcquire';
-    const reply = await this.#call<number | unknown[]>(script, this.#topology.acquireKeysOf(resources), acquireArgs(request, settled));
+    const reply = await this.#call<number | unknown[]>(script, this.#topology.keysAndEpochOf(resources), acquireArgs(request, settled));
     const answer = decodeAcquire(reply, settled, request.fencing);
     if ('why' in answer) return answer;
     // A client that was still connecting ran our call before its INFO ('ready' fires after
@@ -157,12 +157,20 @@ export class RedisMember implements Member {
     return this.#call<number>('quorumlockExtend', resources, extendArgs(value, ttlMs)).then(decodeExtend);
   }
 
-  release(resources: readonly string[], value: string, leaving?: string): Promise<number> {
-    return this.#call('quorumlockRelease', this.#topology.keysOf(resources), releaseArgs(value, leaving));
+  release(resources: readonly string[], value: string, leaving?: string, abandoned?: string): Promise<number> {
+    return this.#call('quorumlockRelease', this.#topology.keysAndEpochOf(resources), releaseArgs(value, leaving, abandoned));
   }
 
-  leave(resources: readonly string[], waiterId: string): Promise<number> {
-    return this.#call('quorumlockLeave', this.#topology.keysOf(resources), leaveArgs(waiterId));
+  leave(resources: readonly string[], waiterId: string, abandoned?: string): Promise<number> {
+    return this.#call('quorumlockLeave', this.#topology.keysAndEpochOf(resources), leaveArgs(waiterId, abandoned));
+  }
+
+  /**
+   * Whether a yes of this member may count now, as acquire() would decide it for its answer:
+   * its server facts are read and nothing rules it out (a hand-over, quorum/handover.ts).
+   */
+  get countsNow(): boolean {
+    return this.#server.facts !== undefined && this.notCounting === undefined;
   }
 
   async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync', epoch: string, floor?: number): Promise<FenceReply> {
@@ -170,7 +178,7 @@ export class RedisMember implements Member {
       'quorumlockFence',
       // A shared value holds by its reader entries: fence.lua checks those (the last n of keysOf).
       isShared(value)
-        ? [...resources, ...this.#topology.keysOf(resources).slice(3 * resources.length), this.#topology.epochKeyOf(resources)]
+        ? [...resources, ...readersKeysIn(this.#topology.keysOf(resources), resources.length), this.#topology.epochKeyOf(resources)]
         : [...resources, this.#topology.epochKeyOf(resources)],
       fenceArgs(value, token, mode, epoch, floor),
     );

@@ -10,16 +10,16 @@ import type { Topology } from './topology.js';
  * of acquires a second its ephemerons cost the garbage collector more than the keys cost to make.)
  */
 let lastKeys: { resources: readonly string[]; keys: readonly string[] } | undefined;
-let lastAcquireKeys: { resources: readonly string[]; keys: readonly string[] } | undefined;
+let lastKeysAndEpoch: { resources: readonly string[]; keys: readonly string[] } | undefined;
 
 function keysOf(resources: readonly string[]): readonly string[] {
   if (lastKeys?.resources !== resources) lastKeys = { resources, keys: resourceKeys(resources) };
   return lastKeys.keys;
 }
 
-function acquireKeysOf(resources: readonly string[]): readonly string[] {
-  if (lastAcquireKeys?.resources !== resources) lastAcquireKeys = { resources, keys: [...keysOf(resources), EPOCH_KEY] };
-  return lastAcquireKeys.keys;
+function keysAndEpochOf(resources: readonly string[]): readonly string[] {
+  if (lastKeysAndEpoch?.resources !== resources) lastKeysAndEpoch = { resources, keys: [...keysOf(resources), EPOCH_KEY] };
+  return lastKeysAndEpoch.keys;
 }
 
 const EPOCH_KEYS = [EPOCH_KEY] as const;
@@ -32,7 +32,7 @@ export function serverTopology(client: Redis): Topology {
   return {
     keysOf,
     epochKeyOf: () => EPOCH_KEY,
-    acquireKeysOf,
+    keysAndEpochOf,
     everyEpochKey: () => EPOCH_KEYS,
     // A stand-in client without INFO (the drift simulator's) has no facts to read.
     readFacts: typeof client.info === 'function' ? () => client.info().then(serverFacts) : undefined,

@@ -12,14 +12,16 @@
  * waiter for several resources keeps its places only by turns (LineTurns), so that it cannot keep
  * a free resource from everyone for as long as another of its resources is held.
  */
-import { driftMs } from '../clock/index.js';
+import { deadlineOf, driftMs } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
 import { LockAcquireError, type AttemptRecord } from '../errors.js';
 import type { Member } from '../members/member.js';
 import { debugging, type AttemptPolicy, type Settings } from '../options/settings.js';
 import { attemptLock, type AttemptResult } from './acquire.js';
 import { quorumOf } from './tally.js';
-import { describeVotes, type MemberVote } from './votes.js';
+import { describeVotes, type LockAnswer, type MemberVote } from './votes.js';
+import { Handover, handsOver } from './handover.js';
+import type { RoundResult } from './round.js';
 import { leaseFor, LineTurns, type Waiter } from '../waiting/line.js';
 import { sharedName } from '../store/protocol.js';
 import type { Notifications, Watch } from '../waiting/notifications.js';
@@ -27,8 +29,11 @@ import type { Notifications, Watch } from '../waiting/notifications.js';
 /**
  * A won acquire. `inLineAs`: the waiter id, when the acquire took a place in line: the winner keeps
  * it until its release, which leaves every line (release.lua), instead of a round of its own now.
+ * `abandoned`: handover values a member may still hold for it, which its release takes back.
+ * `extendTo`: the ttl asked for, when a hand-over set the keys for less (its place in line's lease):
+ * the Lock extends to it at once.
  */
-export type Won = Extract<AttemptResult, { won: true }> & { inLineAs?: string | undefined };
+export type Won = Extract<AttemptResult, { won: true }> & { inLineAs?: string | undefined; abandoned?: string | undefined; extendTo?: number };
 
 /** retryDelay ± retryJitter, never negative: competing clients fall out of step. */
 export function retryDelayMs(policy: Pick<AttemptPolicy, 'retryDelay' | 'retryJitter'>, random: () => number = Math.random): number {
@@ -63,9 +68,33 @@ function expiryMs(vote: MemberVote): number {
   return vote.heldForMs === undefined || vote.heldForMs <= 0 ? Infinity : vote.heldForMs;
 }
 
-/** Gives up places in line, without waiting: a member that does not hear it drops us when our lease runs out. */
-function leaveLine(members: readonly Member[], resources: readonly string[], waiter: Waiter): void {
-  for (const member of members) member.leave(resources, waiter.id).catch(() => undefined);
+/**
+ * Gives up places in line (and takes back `abandoned` handover values), without waiting: a member
+ * that does not hear it drops us when our lease runs out.
+ */
+function leaveLine(members: readonly Member[], resources: readonly string[], waiter: Waiter, abandoned?: string): void {
+  for (const member of members) member.leave(resources, waiter.id, abandoned).catch(() => undefined);
+}
+
+/**
+ * The lock, when a majority handed it over by the request of the attempt whose round is `round`
+ * (quorum/handover.ts has the argument): valid as that attempt's own win would be, from its start,
+ * for `heldMs`: the ttl, or the place in line's lease if shorter (_wake.lua, handOver).
+ */
+function handedOverLock(
+  members: readonly Member[],
+  settings: Settings,
+  heldMs: number,
+  round: RoundResult<LockAnswer>,
+  watch: Watch,
+  value: string,
+): Extract<AttemptResult, { won: true }> | undefined {
+  if (!watch.handedOver) return undefined;
+  const { clock } = settings;
+  const deadline = deadlineOf(round.startedAt, heldMs, driftMs(heldMs, settings.driftFactor));
+  if (deadline - clock.now() <= 0) return undefined;
+  const votes: MemberVote[] = members.map((member, index) => ({ member: member.id, vote: watch.handedBy.has(index) ? 'locked' : 'pending', ms: 0 }));
+  return { won: true, value, round: { won: true, votes, startedAt: round.startedAt, elapsedMs: clock.now() - round.startedAt }, deadline, fence: undefined };
 }
 
 export async function acquireWithRetries(
@@ -95,9 +124,35 @@ export async function acquireWithRetries(
   // once, since a release that falls right after it is heard. Otherwise the first attempt stays
   // out of line, and the second joins once subscribed (below).
   let watch: Watch | undefined = policy.retryCount > 0 && notifications.listening ? notifications.watch(waiter.id) : undefined;
+  // In line for one resource, exclusive and unfenced: asks to be handed the lock at a release.
+  const handover = policy.retryCount > 0 && handsOver(resources, policy) ? new Handover() : undefined;
+  /** Abandons the handover value when a member may hold it uncounted (quorum/handover.ts). */
+  const abandonIf = (uncounted: boolean) => {
+    if (watch?.takeStray() || uncounted) {
+      handover?.abandon();
+      watch?.stopCounting();
+    }
+  };
   let joined = false;
   let wasInLine = false;
   const turns = new LineTurns(resources.length, waiter.leaseMs, settings.maxLockTtl);
+
+  /** Won, by attempt `attempt`'s round or by a hand-over after it. */
+  const won = (result: Extract<AttemptResult, { won: true }>, attempt: number): Won => {
+    // The place in line is left with the release (the scripts kept it until now, and bound it to
+    // this hold where they granted or handed it: _acquired.lua, _wake.lua), one round fewer per wait.
+    if (debugging(logger)) logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
+    publish(channels.acquireEnd, () => ({
+      lockId,
+      resources,
+      ttl,
+      acquired: true,
+      elapsedMs: clock.now() - begin,
+      attempts: attempt,
+      fence: result.fence,
+    }));
+    return joined ? { ...result, inLineAs: waiter.id, abandoned: handover?.leftover(result.value) } : result;
+  };
 
   try {
     for (let attempt = 1; ; attempt++) {
@@ -111,8 +166,9 @@ export async function acquireWithRetries(
         stoppedBecause = 'wait budget exhausted';
         break;
       }
-      watch?.reset();
       const inLine = (attempt > 1 || watch !== undefined) && policy.retryCount > 0 && turns.inLine(clock.now());
+      const request = inLine ? handover?.request(attempt) : undefined;
+      watch?.reset(request?.stamp);
       // A waiter for several resources whose turn in line is over steps out of every line now,
       // so that a free resource it kept goes to whoever is next (see LineTurns).
       if (wasInLine && !inLine) leaveLine(members, resources, waiter);
@@ -133,24 +189,12 @@ export async function acquireWithRetries(
         policy.fencing,
         policy.signal,
         policy.shared,
+        request,
       );
-      if (result.won) {
-        // Won: the place in line is left with the release (the scripts kept it until now, and
-        // bound it to this hold where they granted it: _acquired.lua), one round fewer per wait.
-        if (debugging(logger))
-          logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
-        publish(channels.acquireEnd, () => ({
-          lockId,
-          resources,
-          ttl,
-          acquired: true,
-          elapsedMs: clock.now() - begin,
-          attempts: attempt,
-          fence: result.fence,
-        }));
-        return joined ? { ...result, inLineAs: waiter.id } : result;
-      }
+      if (result.won) return won(result, attempt);
       const { round, outcome, validityMs } = result;
+      // A member whose key holds our handover value: a release handed it over before this attempt ran there.
+      abandonIf(round.votes.some((vote) => vote.handedOver));
       attempts.push({ attempt, outcome, startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
       if (debugging(logger)) logger.debug({ resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
       rollback = result.rollback;
@@ -173,6 +217,13 @@ export async function acquireWithRetries(
       // The rollback runs alongside the wait: it goes out before the next attempt on every
       // connection anyway. Only the last one is awaited, on every way out below.
       await wait;
+      if (watch && handover) {
+        const heldMs = Math.min(ttl, waiter.leaseMs);
+        const handed = handedOverLock(members, settings, heldMs, round, watch, handover.value);
+        if (handed) return { ...won(handed, attempt), ...(heldMs < ttl ? { extendTo: ttl } : {}) };
+        // Handed over by some members but not counted as won: they hold a value we never count on.
+        abandonIf(watch.handedBy.size > 0);
+      }
     }
     await rollback;
     const error = new LockAcquireError(resources, attempts, clock.now() - begin, stoppedBecause);
@@ -181,7 +232,7 @@ export async function acquireWithRetries(
   } catch (error) {
     // Rejecting (retries or budget used up, aborted): nothing this call set may be left behind.
     await rollback;
-    if (joined) leaveLine(members, resources, waiter);
+    if (joined) leaveLine(members, resources, waiter, handover?.leftover(''));
     publish(channels.acquireEnd, () => ({
       lockId,
       resources,

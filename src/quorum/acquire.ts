@@ -11,7 +11,7 @@ import type { Settings } from '../options/settings.js';
 import { fenceToken, type Fence, type FenceReading } from './fence.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
-import { sharedName, type Waiter } from '../store/protocol.js';
+import { sharedName, type HandoverRequest, type Waiter } from '../store/protocol.js';
 import { quorumOf } from './tally.js';
 import { isLocked, type Answered, type LockAnswer, type MemberVote } from './votes.js';
 
@@ -61,7 +61,8 @@ function acquireSender(resources: readonly string[], request: AcquireRequest, vi
     member.acquire(resources, request).then((result) => {
       // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
       if (request.quarantineMs > 0 && result.quarantinedForMs === 0) view.epochs[index] = result.epoch;
-      if ('why' in result) return { vote: result.why, heldForMs: result.heldForMs, place: result.place, holdsOwn: result.holdsOwn };
+      if ('why' in result)
+        return { vote: result.why, heldForMs: result.heldForMs, place: result.place, holdsOwn: result.holdsOwn, handedOver: result.handedOver };
       if (result.fence) view.readings[index] = result.fence;
       if (result.quarantinedForMs === 0) return 'locked';
       publish(channels.quarantine, () => ({ member: member.id, quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting }));
@@ -96,10 +97,12 @@ export async function attemptLock(
   signal: AbortSignal | undefined,
   /** A shared (read) lock: its value is marked (protocol.ts, SHARED_MARK), and the members run the shared scripts. */
   shared = false,
+  /** In line: the request to be handed the lock at a release (quorum/handover.ts). */
+  handover?: HandoverRequest,
 ): Promise<AttemptResult> {
   const { clock } = settings;
   const value = shared ? sharedName(newLockValue()) : newLockValue();
-  const request: AcquireRequest = { value, ttlMs: ttl, waiter, quarantineMs: settings.quarantine ? settings.maxLockTtl : 0, fencing };
+  const request: AcquireRequest = { value, ttlMs: ttl, waiter, quarantineMs: settings.quarantine ? settings.maxLockTtl : 0, fencing, handover };
   const view: FenceView = { readings: [], epochs: [] };
   let round: RoundResult<LockAnswer>;
   let fenced: Fence | undefined;

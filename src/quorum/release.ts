@@ -30,11 +30,13 @@ export function releaseOn(
   limitMs?: number,
   /** The holder's waiter id when it won after waiting: it leaves every line with this release. */
   leaving?: string,
+  /** Its handover values a member may hold though it did not win by them: taken back (quorum/handover.ts). */
+  abandoned?: string,
 ): Promise<RoundResult<ReleaseAnswer>> {
   return runRound<ReleaseAnswer>({
     operation: 'release',
     members,
-    send: (member) => member.release(resources, value, leaving).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
+    send: (member) => member.release(resources, value, leaving, abandoned).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
     counts: answered,
     timeoutMs: settings.nodeTimeout,
     limitMs,

@@ -204,6 +204,7 @@ class Round<Answer extends string> {
     if (answer.quarantinedForMs !== undefined) vote.quarantinedForMs = answer.quarantinedForMs;
     if (answer.notCounting !== undefined) vote.notCounting = answer.notCounting;
     if (answer.holdsOwn) vote.holdsOwn = true;
+    if (answer.handedOver) vote.handedOver = true;
     this.#record(index, vote);
   }
 

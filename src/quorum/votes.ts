@@ -36,6 +36,8 @@ export interface MemberVote<Answer extends string = LockAnswer> {
   notCounting?: string;
   /** 'taken' / 'queued': part of this attempt's own hold is on the member all the same (a re-sent call: Refusal.holdsOwn). */
   holdsOwn?: true;
+  /** 'taken': the key there holds this waiter's handover value (Refusal.handedOver): it abandons that value. */
+  handedOver?: true;
 }
 
 /** The answer that counts toward quorum in acquire, extend and fence rounds. */
@@ -51,6 +53,7 @@ export type Answered<Answer extends string> =
       quarantinedForMs?: number | undefined;
       notCounting?: string | undefined;
       holdsOwn?: true | undefined;
+      handedOver?: true | undefined;
     };
 
 const phrases: Record<string, string> = {

@@ -175,7 +175,17 @@ export class Semaphore {
       const resources = this.#resources[index]!;
       try {
         const won = await this.#host.acquire(lockId, resources, ttl, { ...base, waitTimeout: Math.min(base.waitTimeout, leftMs) });
-        const held = { id: lockId, resources, value: won.value, deadline: won.deadline, votes: won.round.votes, fence: won.fence, inLineAs: won.inLineAs };
+        const held = {
+          id: lockId,
+          resources,
+          value: won.value,
+          deadline: won.deadline,
+          votes: won.round.votes,
+          fence: won.fence,
+          inLineAs: won.inLineAs,
+          abandoned: won.abandoned,
+          extendTo: won.extendTo,
+        };
         return new Permit(context, held, this.name, index);
       } catch (error) {
         if (!(error instanceof LockAcquireError)) throw error;

@@ -10,6 +10,9 @@
  *   {name}:quorumlock:leases  when each waiter's place lapses (ZSET: waiter id → ms)
  *   {name}:quorumlock:readers the shared holders (ZSET: lock value → expiry ms on the member's
  *                             clock; the key's PEXPIRE kept at the latest; docs/shared-locks.md)
+ *   {name}:quorumlock:handover what a waiter in line asked to be handed at a release (HASH: waiter
+ *                             id → HandoverRequest, protocol.ts; docs/handover.md), lapsing with
+ *                             the line
  * Per member (one per hash slot on a Cluster: quorumlock:epoch:{tag}):
  *   quorumlock:epoch          the epoch hash (EPOCH_FIELDS, and fence:<name> per resource)
  * Per Redlock (its waiters' ids are <listener>.<n>: src/waiting/line.ts):
@@ -87,14 +90,15 @@ export const electionResource = (name: string) => `${RESERVED_PREFIX}election:{$
 export const leaderRecordKey = (resource: string, keyPrefix = '') => companionKey(resource, LEADER, keyPrefix);
 
 const READERS = 'quorumlock:readers';
+const HANDOVER = 'quorumlock:handover';
 
 /** The readers of `resource` (shared locks): a ZSET of reader value → end of its hold on the member's clock. */
 export const readersKeyOf = (resource: string, keyPrefix = '') => companionKey(resource, READERS, keyPrefix);
 
-const COMPANION_SUFFIXES = [LINE, LEASES, READERS] as const;
+const COMPANION_SUFFIXES = [LINE, LEASES, READERS, HANDOVER] as const;
 
 /** How isReservedName's refusal describes our names, for the argument error. */
-export const RESERVED_NAMES = `not starting with "${RESERVED_PREFIX}", not ending in ":${LINE}", ":${LEASES}" or ":${READERS}"`;
+export const RESERVED_NAMES = `not starting with "${RESERVED_PREFIX}", not ending in ":${LINE}", ":${LEASES}", ":${READERS}" or ":${HANDOVER}"`;
 
 /**
  * Whether `name` is (or may be) one of quorumlock's own keys, which no resource may be: locking
@@ -112,15 +116,23 @@ export function isReservedName(name: string): boolean {
   return false;
 }
 
+/** How many keys a script gets per resource (resourceKeys; _keys.lua, resourceCount, says the same). */
+export const KEYS_PER_RESOURCE = 5;
+
 /**
  * The keys a script gets for `resources`: the lock keys, then their lines, then their leases,
- * then their shared holders (the scripts find them by position: 4n keys). The companions share
- * their lock key's hash slot (with the client's `keyPrefix` in front), so all live on one node of
- * a Cluster.
+ * then their shared holders, then their handover requests (the scripts find them by position:
+ * KEYS_PER_RESOURCE × n keys). The companions share their lock key's hash slot (with the client's
+ * `keyPrefix` in front), so all live on one node of a Cluster.
  */
 export function resourceKeys(resources: readonly string[], keyPrefix = ''): string[] {
   const companions = (suffix: string) => resources.map((key) => companionKey(key, suffix, keyPrefix));
-  return [...resources, ...companions(LINE), ...companions(LEASES), ...companions(READERS)];
+  return [...resources, ...companions(LINE), ...companions(LEASES), ...companions(READERS), ...companions(HANDOVER)];
+}
+
+/** The shared holders' keys among resourceKeys(resources) (the fourth group). */
+export function readersKeysIn(keys: readonly string[], resourceCount: number): readonly string[] {
+  return keys.slice(3 * resourceCount, 4 * resourceCount);
 }
 
 /**

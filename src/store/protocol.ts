@@ -4,8 +4,9 @@
  * (bench/drift/sim-member.ts) reads arguments and builds replies through them; nobody else
  * spells an argument's position or a reply tuple.
  *
- * KEYS are always resourceKeys() (4 per resource: lock, line, leases, readers; keys.ts) or the lock keys
- * alone, with the member's epoch hash last where a script keeps epochs.
+ * KEYS are always resourceKeys() (KEYS_PER_RESOURCE per resource: lock, line, leases, readers,
+ * handover; keys.ts) or the lock keys alone, with the member's epoch hash last where a script
+ * keeps epochs or may hand a lock over.
  */
 import { protocolError } from '../errors.js';
 
@@ -32,6 +33,20 @@ export interface Waiter {
   leaseMs: number;
 }
 
+/**
+ * A waiter's request to be handed the lock by the release that frees it (docs/handover.md): the
+ * member sets `value` (the waiter's ttl and quarantine are the acquire's) and tells the waiter
+ * "handed, by the request of `stamp`". Sent with every attempt in line; a member keeps the latest.
+ */
+export interface HandoverRequest {
+  /** The lock value a release sets for this waiter: new for each request generation (quorum/handover.ts). */
+  value: string;
+  /** Names the attempt that wrote the request: a hand-over is counted only for the latest. */
+  stamp: string;
+  /** Earlier values of this waiter's that it no longer counts on: taken back wherever a release set one. */
+  abandoned: string;
+}
+
 export interface AcquireRequest {
   value: string;
   ttlMs: number;
@@ -39,22 +54,27 @@ export interface AcquireRequest {
   /** 0 = quarantine off. */
   quarantineMs: number;
   fencing: boolean;
+  /** Only in line, for one resource, exclusive and unfenced (quorum/handover.ts). */
+  handover?: HandoverRequest | undefined;
 }
 
 /**
  * KEYS: resourceKeys(resources), then the epoch hash.
- * ARGV: value, ttl ms, waiter id, ticket, lease ms, quarantine ms, fencing (1/0), and `settled`:
- * the id of the epoch the caller last saw past this quarantine ('' = none).
+ * ARGV: value, ttl ms, waiter id, ticket, lease ms, quarantine ms, fencing (1/0), `settled` (the
+ * id of the epoch the caller last saw past this quarantine; '' = none), then the handover
+ * request's value, stamp and abandoned values ('' each = none).
  */
 export function acquireArgs(request: AcquireRequest, settled: string): string[] {
-  const { value, ttlMs, waiter, quarantineMs, fencing } = request;
+  const { value, ttlMs, waiter, quarantineMs, fencing, handover } = request;
   // Strings, as the script receives them (ioredis would convert numbers one call at a time).
-  return [value, String(ttlMs), waiter.id, String(waiter.ticket), String(waiter.leaseMs), String(quarantineMs), fencing ? '1' : '0', settled];
+  const args = [value, String(ttlMs), waiter.id, String(waiter.ticket), String(waiter.leaseMs), String(quarantineMs), fencing ? '1' : '0', settled];
+  if (handover !== undefined) args.push(handover.value, handover.stamp, handover.abandoned);
+  return args;
 }
 
 /** acquireArgs() as a script receives them (strings), for simulators of the script. */
 export function readAcquireArgs(argv: readonly string[]): AcquireRequest & { settled: string } {
-  const [value = '', ttl, id = '', ticket, lease, quarantine, fencing, settled = ''] = argv;
+  const [value = '', ttl, id = '', ticket, lease, quarantine, fencing, settled = '', handover = '', stamp = '', abandoned = ''] = argv;
   return {
     value,
     ttlMs: Number(ttl),
@@ -62,8 +82,21 @@ export function readAcquireArgs(argv: readonly string[]): AcquireRequest & { set
     quarantineMs: Number(quarantine),
     fencing: fencing === '1',
     settled,
+    handover: handover === '' ? undefined : { value: handover, stamp, abandoned },
   };
 }
+
+/**
+ * What a release publishes on a waiter's channel (_keys.lua, notify): its id ("you are first in
+ * line"), or "<id> <stamp>" ("the lock is yours, set by your request of `stamp`").
+ */
+export function readWaiterMessage(message: string): { waiterId: string; handedBy?: string } {
+  const space = message.indexOf(' ');
+  return space === -1 ? { waiterId: message } : { waiterId: message.slice(0, space), handedBy: message.slice(space + 1) };
+}
+
+/** The message of a hand-over (readWaiterMessage), for simulators and tests. */
+export const handoverMessage = (waiterId: string, stamp: string): string => `${waiterId} ${stamp}`;
 
 /** quarantinedForMs of a member that must not count at all while its condition lasts. */
 export const NOT_COUNTING = Number.MAX_SAFE_INTEGER;
@@ -89,6 +122,8 @@ export interface Refusal {
    * rollback need this member.
    */
   holdsOwn?: true;
+  /** The key holds this waiter's current handover value: a release handed it the lock before this attempt ran. */
+  handedOver?: true;
 }
 
 /** The keys were set on this member (or, for a non-master, nothing was set and it does not count). */
@@ -120,8 +155,10 @@ export const acquireReply = {
   locked: (quarantineLeftMs: number, epoch: string, fence: { highest: number; trusted: boolean } = { highest: 0, trusted: false }) =>
     [quarantineLeftMs > 0 ? ACQUIRE.quarantined : ACQUIRE.locked, quarantineLeftMs, fence.highest, fence.trusted ? 1 : 0, epoch] as const,
   notMaster: () => [ACQUIRE.notMaster] as const,
-  refused: (why: Refusal['why'], heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1, holdsOwn = false) =>
-    [why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs, holdsOwn ? 1 : 0] as const,
+  refused: (why: Refusal['why'], heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1, holdsOwn = false, handedOver = false) =>
+    handedOver
+      ? ([why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs, holdsOwn ? 1 : 0, 1] as const)
+      : ([why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs, holdsOwn ? 1 : 0] as const),
 };
 
 /**
@@ -143,6 +180,7 @@ export function decodeAcquire(reply: number | unknown[], settled: string, fencin
   const left = (reply as unknown[])[4];
   if (typeof left === 'number' && left >= 0) refusal.quarantinedForMs = left;
   if ((reply as unknown[])[5] === 1) refusal.holdsOwn = true;
+  if ((reply as unknown[])[6] === 1) refusal.handedOver = true;
   return refusal;
 }
 
@@ -176,16 +214,20 @@ export function decodeExtend(status: unknown): ExtendReply {
 // --- release.lua, leave.lua -------------------------------------------------------------------
 
 /**
- * KEYS: resourceKeys(resources). ARGV: value, then (optional) the waiter id that leaves every line
- * with this release. Reply: how many lock keys (or reader entries) held it and were deleted.
+ * KEYS: resourceKeys(resources), then the epoch hash. ARGV: value, then (optional) the waiter id
+ * that leaves every line with this release ('' = none) and the holder's abandoned handover values
+ * ('' = none). Reply: how many lock keys (or reader entries) held `value` and were deleted.
  */
-export const releaseArgs = (value: string, leaving?: string): string[] => (leaving === undefined ? [value] : [value, leaving]);
+export function releaseArgs(value: string, leaving?: string, abandoned?: string): string[] {
+  if (!abandoned) return leaving === undefined ? [value] : [value, leaving];
+  return [value, leaving ?? '', abandoned];
+}
 
 /** releaseArgs() as a script receives them, for simulators of the script. */
-export const readReleaseArgs = (argv: readonly string[]) => ({ value: argv[0] ?? '', leaving: argv[1] });
+export const readReleaseArgs = (argv: readonly string[]) => ({ value: argv[0] ?? '', leaving: argv[1] || undefined, abandoned: argv[2] ?? '' });
 
-/** KEYS: resourceKeys(resources). ARGV: waiter id. Reply: 1. */
-export const leaveArgs = (waiterId: string): string[] => [waiterId];
+/** KEYS: resourceKeys(resources), then the epoch hash. ARGV: waiter id, its abandoned handover values (optional). Reply: 1. */
+export const leaveArgs = (waiterId: string, abandoned?: string): string[] => (abandoned ? [waiterId, abandoned] : [waiterId]);
 
 // --- fence.lua --------------------------------------------------------------------------------
 

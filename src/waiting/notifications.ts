@@ -2,7 +2,7 @@
  * Waking a waiter when the lock is released to it, instead of making it poll.
  *
  * The release script PUBLISHes, on each member, the id of the waiter now first in line (and only
- * it), on the channel of that waiter's Redlock (keys.ts, waiterChannel: each Redlock is a
+ * it; with a stamp when it handed that waiter the lock: quorum/handover.ts), on the channel of that waiter's Redlock (keys.ts, waiterChannel: each Redlock is a
  * listener, and its waiters' ids name it). Each Redlock keeps one subscriber connection per member
  * (a duplicate of the user's client, opened on first need, closed by quit() or when the user's
  * client ends), subscribed to its channel from its first wait on: later waits need no SUBSCRIBE
@@ -26,11 +26,20 @@ import type { RedisMember } from '../members/redis-member.js';
 import type { Logger } from '../options/settings.js';
 import { quorumOf } from '../quorum/tally.js';
 import { listenerChannel } from '../store/keys.js';
+import { readWaiterMessage } from '../store/protocol.js';
 import { newListener, newWaiterId } from './line.js';
 
-/** One waiter's ears: which members have named it first in line since the last reset. */
+/**
+ * One waiter's ears: which members have named it first in line since the last reset, and which
+ * of them handed it the lock by the request of the attempt that reset it (quorum/handover.ts).
+ */
 export class Watch {
   readonly #announced = new Set<number>();
+  readonly #handedBy = new Set<number>();
+  /** The stamp whose hand-overs count until the next reset; undefined: none count. */
+  #counting: string | undefined;
+  /** A hand-over was heard that does not count: the waiter must abandon its value. */
+  #stray = false;
   readonly #quorum: number;
   #wake: (() => void) | undefined;
   /** Resolves once the subscriptions are in place (or could not be made) on every member. */
@@ -47,14 +56,52 @@ export class Watch {
     return this.#announced.size >= this.#quorum;
   }
 
-  /** Called before each attempt: only announcements made after it count toward the next wake. */
-  reset(): void {
+  /** Whether a majority handed this waiter the lock by the stamp counted since the last reset. */
+  get handedOver(): boolean {
+    return this.#handedBy.size >= this.#quorum;
+  }
+
+  /** The members that handed it the lock by that stamp. */
+  get handedBy(): ReadonlySet<number> {
+    return this.#handedBy;
+  }
+
+  /**
+   * Called before each attempt: only announcements made after it count toward the next wake, and
+   * only hand-overs by the request of `stamp` (that attempt's: quorum/handover.ts) count as won.
+   */
+  reset(stamp?: string): void {
     this.#announced.clear();
+    this.#handedBy.clear();
+    this.#counting = stamp;
+  }
+
+  /** Counts no more hand-overs until the next reset: the value they set is abandoned. */
+  stopCounting(): void {
+    this.#counting = undefined;
+    this.#handedBy.clear();
+  }
+
+  /** Whether a hand-over that did not count was heard since the last call (and forgets it). */
+  takeStray(): boolean {
+    const stray = this.#stray;
+    this.#stray = false;
+    return stray;
   }
 
   announce(memberIndex: number): void {
     this.#announced.add(memberIndex);
     if (this.notified) this.#wake?.();
+  }
+
+  /**
+   * A member handed this waiter the lock, by its request of `stamp`. Counted only for the stamp
+   * counted now and from a member whose yes counts (`counts`); any other is stray.
+   */
+  handOver(memberIndex: number, stamp: string, counts: boolean): void {
+    if (counts && stamp === this.#counting) this.#handedBy.add(memberIndex);
+    else this.#stray = true;
+    this.announce(memberIndex);
   }
 
   /**
@@ -269,8 +316,12 @@ export class Notifications {
       this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries'),
     );
     connection.on('error', (error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'subscriber connection error'));
-    connection.on('message', (channel: string, waiterId: string) => {
-      if (channel === this.#channel) watches.get(waiterId)?.announce(index);
+    connection.on('message', (channel: string, message: string) => {
+      if (channel !== this.#channel) return;
+      const { waiterId, handedBy } = readWaiterMessage(message);
+      const watch = watches.get(waiterId);
+      if (handedBy === undefined) watch?.announce(index);
+      else watch?.handOver(index, handedBy, member.countsNow);
     });
     // A connection that gave up on its own (the user's retryStrategy said stop) is replaced on the
     // next need; the new one subscribes to every channel still watched.

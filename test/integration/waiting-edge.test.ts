@@ -65,7 +65,9 @@ describe('a resource that never expires (defect 8)', () => {
           const error = (await call().catch((e: unknown) => e)) as RangeError & { parameter?: string };
           expect(error).toBeInstanceOf(RangeError);
           expect(error.parameter).toBe(parameter);
-          expect(error.message).toMatch(/not starting with "quorumlock:", not ending in ":quorumlock:line", ":quorumlock:leases" or ":quorumlock:readers"/);
+          expect(error.message).toMatch(
+            /not starting with "quorumlock:", not ending in ":quorumlock:line", ":quorumlock:leases", ":quorumlock:readers" or ":quorumlock:handover"/,
+          );
         }
       }
       expect(lazy.map((c) => c.status)).toEqual(Array(5).fill('wait'));

@@ -106,6 +106,7 @@ const KEYS_OF: Record<string, 'first' | 'all' | 'none'> = {
   HGET: 'first',
   HMGET: 'first',
   HSET: 'first',
+  HDEL: 'first',
   TIME: 'none',
   INFO: 'none',
   PUBLISH: 'none', // a channel, not a key
@@ -254,13 +255,13 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     expect((await clean('trust.lua', trustLua, [EPOCH_KEY], trustArgs('floor', 10))).reply).toBe(10);
 
     // release by the owner: one key deleted, the first waiter told on its channel.
-    const release = await clean('release.lua', releaseLua, resourceKeys(['lua54:a']), releaseArgs('owner-a'));
+    const release = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:a']), EPOCH_KEY], releaseArgs('owner-a'));
     expect(release.reply).toBe(1);
     expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('proc.1.w1'), 'proc.1.w1']);
     expect(waiterChannel('proc.1.w1')).toBe('quorumlock:waiter:proc.1');
 
     // leave: the waiter gives up its place.
-    expect((await clean('leave.lua', leaveLua, resourceKeys(['lua54:a']), leaveArgs('proc.1.w1'))).reply).toBe(1);
+    expect((await clean('leave.lua', leaveLua, [...resourceKeys(['lua54:a']), EPOCH_KEY], leaveArgs('proc.1.w1'))).reply).toBe(1);
 
     // guard: a current token writes, an older one is turned away.
     expect((await clean('guard.lua', guardLua, ['lua54:data', 'lua54:data:fence'], ['v1', 3])).reply).toBe(1);
@@ -279,7 +280,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     expect((again.reply as Value[])[2]).toBe(1); // behind 'oldproc.5' only
     await acquire(['lua54:s'], request('late-4', { fencing: false, waiter: { id: 'late-4', ticket: 7, leaseMs: 1_000 } }));
     clock.advance(1_500);
-    const release = await clean('release.lua', releaseLua, resourceKeys(['lua54:s']), releaseArgs('holder'));
+    const release = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:s']), EPOCH_KEY], releaseArgs('holder'));
     expect(release.reply).toBe(1);
     expect(release.calls).toContainEqual(['ZREM', resourceKeys(['lua54:s'])[1], 'late-4']);
     // An id of quorumlock 0.1.0 (one '.'): its own channel, the lock key as the message.
@@ -313,18 +314,18 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const stranger = await clean('fence.lua', fenceLua, ['lua54:r', readers!, EPOCH_KEY], fenceArgs(sharedName('nobody'), 60, 'propose', epochId, undefined));
     expect((stranger.reply as Value[])[0]).toBe(0);
     // Releases touch only their own entry; the last one wakes the writer at the head.
-    const first = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs(sharedName('r1')));
+    const first = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:r']), EPOCH_KEY], releaseArgs(sharedName('r1')));
     expect(first.reply).toBe(1);
     expect(first.calls.some((call) => call[0] === 'PUBLISH')).toBe(false);
-    const last = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs(sharedName('r2')));
+    const last = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:r']), EPOCH_KEY], releaseArgs(sharedName('r2')));
     expect(last.reply).toBe(1);
     expect(last.calls).toContainEqual(['PUBLISH', waiterChannel('proc.2.ww'), 'proc.2.ww']);
     // The writer enters; its release wakes the reader that waited behind it.
     expect(
       ((await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'proc.2.ww', ticket: 11, leaseMs: 5_000 } }))).reply as Value[])[0],
     ).toBe(1);
-    await clean('leave.lua', leaveLua, resourceKeys(['lua54:r']), leaveArgs('proc.2.ww'));
-    const handover = await clean('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs('writer'));
+    await clean('leave.lua', leaveLua, [...resourceKeys(['lua54:r']), EPOCH_KEY], leaveArgs('proc.2.ww'));
+    const handover = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:r']), EPOCH_KEY], releaseArgs('writer'));
     expect(handover.calls).toContainEqual(['PUBLISH', 'quorumlock:waiter:listener.7', sharedName('listener.7.r3')]);
     // An expired reader no longer keeps a writer out.
     expect(((await acquireShared(['lua54:r2'], shared('short', { ttlMs: 1_000 }))).reply as Value[])[0]).toBe(1);
@@ -341,11 +342,11 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
 
   it('a malformed call is refused with an error reply, not a float or a crash', async () => {
     const run = await clean('acquire.lua', acquireLua, ['lua54:x', 'lua54:y'], acquireArgs(request('v'), ''));
-    expect(run.reply).toEqual({ err: expect.stringMatching(/expected 4 keys per resource/) });
-    const release = await clean('release.lua', releaseLua, ['lua54:x', 'lua54:y'], releaseArgs('v'));
-    expect(release.reply).toEqual({ err: expect.stringMatching(/expected 4 keys per resource/) });
+    expect(run.reply).toEqual({ err: expect.stringMatching(/expected 5 keys per resource/) });
+    const release = await clean('release.lua', releaseLua, ['lua54:x', 'lua54:y', EPOCH_KEY], releaseArgs('v'));
+    expect(release.reply).toEqual({ err: expect.stringMatching(/expected 5 keys per resource/) });
     const shared = await clean('acquireShared.lua', acquireSharedLua, ['lua54:x', 'lua54:y'], acquireArgs(request(sharedName('v')), ''));
-    expect(shared.reply).toEqual({ err: expect.stringMatching(/expected 4 keys per resource/) });
+    expect(shared.reply).toEqual({ err: expect.stringMatching(/expected 5 keys per resource/) });
   });
 
   it('without a run id in INFO (Dragonfly), the epoch is kept from call to call, and a new replication id starts a new one', async () => {

@@ -249,7 +249,10 @@ describe('resources (checkResources)', () => {
 
   // quorumlock's own keys (src/store/keys.ts, companionKey in src/store/slots.ts): the epoch hash has
   // no TTL, so a waiter on it would wait forever, and locking a line or lease key would overwrite it.
-  const reserved = ['not starting with "quorumlock:"', 'not ending in ":quorumlock:line", ":quorumlock:leases" or ":quorumlock:readers"'];
+  const reserved = [
+    'not starting with "quorumlock:"',
+    'not ending in ":quorumlock:line", ":quorumlock:leases", ":quorumlock:readers" or ":quorumlock:handover"',
+  ];
   it.each<BadRow>([
     {
       label: 'the epoch hash',
@@ -290,6 +293,13 @@ describe('resources (checkResources)', () => {
     {
       label: 'a readers key (shared locks)',
       run: () => checkResources('{orders}:quorumlock:readers'),
+      kind: RangeError,
+      parameter: 'resources[0]',
+      says: reserved,
+    },
+    {
+      label: 'a handover key',
+      run: () => checkResources('{orders}:quorumlock:handover'),
       kind: RangeError,
       parameter: 'resources[0]',
       says: reserved,

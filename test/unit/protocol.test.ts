@@ -19,8 +19,8 @@ import {
   trustArgs,
   type AcquireRequest,
 } from '../../src/store/protocol.js';
-import { fenceLua, leaveLua, releaseLua } from '../../src/lua/sources.js';
-import { fenceField, waiterChannel } from '../../src/store/keys.js';
+import { acquireLua, fenceLua, leaveLua, releaseLua } from '../../src/lua/sources.js';
+import { fenceField, KEYS_PER_RESOURCE, resourceKeys, waiterChannel } from '../../src/store/keys.js';
 
 const asScriptSees = (args: readonly (string | number)[]) => args.map(String);
 
@@ -75,8 +75,11 @@ describe('script protocol', () => {
     const channelPrefix = waiterChannel('');
     for (const script of [releaseLua, leaveLua]) {
       expect(script).toContain(`local WAITER_CHANNEL = '${channelPrefix}'`);
-      expect(script).toContain('notify(head, lock)');
+      expect(script).toContain('notify(head, lock, request and handOver(i, n, head, request))');
     }
+    // _keys.lua counts the keys per resource as keys.ts makes them.
+    for (const script of [acquireLua, releaseLua, leaveLua]) expect(script).toContain(`keys % ${KEYS_PER_RESOURCE} ~= 0`);
+    expect(resourceKeys(['r'])).toHaveLength(KEYS_PER_RESOURCE);
     expect(fenceLua).toContain(`'${fenceField('')}' .. KEYS[i]`);
   });
 });

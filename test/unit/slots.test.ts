@@ -89,8 +89,15 @@ describe('companionKey', () => {
       '{orders:42}:quorumlock:line',
       '{orders:42}:quorumlock:leases',
       '{orders:42}:quorumlock:readers',
+      '{orders:42}:quorumlock:handover',
     ]);
-    expect(resourceKeys(['{job}:a'])).toEqual(['{job}:a', '{job}:a:quorumlock:line', '{job}:a:quorumlock:leases', '{job}:a:quorumlock:readers']);
+    expect(resourceKeys(['{job}:a'])).toEqual([
+      '{job}:a',
+      '{job}:a:quorumlock:line',
+      '{job}:a:quorumlock:leases',
+      '{job}:a:quorumlock:readers',
+      '{job}:a:quorumlock:handover',
+    ]);
     expect(EPOCH_KEY).toBe('quorumlock:epoch');
   });
 
