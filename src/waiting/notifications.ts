@@ -41,6 +41,7 @@ export class Watch {
   /** A hand-over was heard that does not count: the waiter must abandon its value. */
   #stray = false;
   readonly #quorum: number;
+  readonly #memberCount: number;
   #wake: (() => void) | undefined;
   /** Resolves once the subscriptions are in place (or could not be made) on every member. */
   ready: Promise<unknown> = Promise.resolve();
@@ -50,10 +51,19 @@ export class Watch {
     private readonly onClose: () => void,
   ) {
     this.#quorum = quorumOf(memberCount);
+    this.#memberCount = memberCount;
   }
 
+  /**
+   * Time to act: a majority handed this waiter the lock, or named it first in line, unless some
+   * handed it over and the members not heard yet may still make that a majority (their messages
+   * are on the way: an attempt now would only find the lock set for us, uncounted).
+   */
   get notified(): boolean {
-    return this.#announced.size >= this.#quorum;
+    if (this.handedOver) return true;
+    if (this.#announced.size < this.#quorum) return false;
+    const handed = this.#handedBy.size;
+    return handed === 0 || handed + this.#memberCount - this.#announced.size < this.#quorum;
   }
 
   /** Whether a majority handed this waiter the lock by the stamp counted since the last reset. */

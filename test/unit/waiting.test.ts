@@ -1,11 +1,14 @@
 /**
- * The waiting arithmetic, pure: when a refused waiter comes back (nextTryMs), and when a waiter
- * for several resources keeps its places in line (LineTurns).
+ * The waiting arithmetic, pure: when a refused waiter comes back (nextTryMs), when a waiter
+ * for several resources keeps its places in line (LineTurns), and which hand-overs a waiter
+ * counts (Watch, Handover: quorum/handover.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { nextTryMs } from '../../src/quorum/acquire-loop.js';
 import type { MemberVote } from '../../src/quorum/votes.js';
 import { LineTurns } from '../../src/waiting/line.js';
+import { Watch } from '../../src/waiting/notifications.js';
+import { Handover, handsOver, stampOf } from '../../src/quorum/handover.js';
 
 const taken = (heldForMs: number | undefined, place: number | undefined = 0): MemberVote => {
   const vote: MemberVote = { member: 'm', vote: 'taken', ms: 1 };
@@ -87,5 +90,85 @@ describe('LineTurns', () => {
       turns.inLine(now);
     }
     expect(inTurns.slice(0, 5)).toEqual([1_000, 2_000, 4_000, 5_000, 5_000]);
+  });
+});
+
+describe('Watch: which hand-overs count', () => {
+  const watchOf5 = (stamp: string | undefined) => {
+    const watch = new Watch(5, () => undefined);
+    watch.reset(stamp);
+    return watch;
+  };
+
+  it('a majority by the stamp counted, from members that count, is a win', () => {
+    const watch = watchOf5('3');
+    watch.handOver(0, '3', true);
+    watch.handOver(1, '3', true);
+    expect(watch.handedOver).toBe(false);
+    watch.handOver(2, '3', true);
+    expect(watch.handedOver).toBe(true);
+    expect([...watch.handedBy]).toEqual([0, 1, 2]);
+    expect(watch.takeStray()).toBe(false);
+  });
+
+  it('another stamp, or a member that does not count, is stray and never counted', () => {
+    const watch = watchOf5('3');
+    watch.handOver(0, '2', true); // an earlier attempt's request
+    watch.handOver(1, '3', false); // a member whose yes does not count now
+    watch.handOver(2, '3', true);
+    watch.handOver(3, '3', true);
+    expect(watch.handedOver).toBe(false);
+    expect(watch.takeStray()).toBe(true);
+    expect(watch.takeStray()).toBe(false);
+  });
+
+  it('nothing counts after stopCounting or a reset without a stamp (an attempt out of line)', () => {
+    const stopped = watchOf5('4');
+    stopped.handOver(0, '4', true);
+    stopped.stopCounting();
+    for (const index of [1, 2, 3]) stopped.handOver(index, '4', true);
+    expect(stopped.handedOver).toBe(false);
+    const unstamped = watchOf5(undefined);
+    for (const index of [0, 1, 2]) unstamped.handOver(index, 'undefined', true);
+    expect(unstamped.handedOver).toBe(false);
+  });
+
+  it('a majority of wake-ups waits while the members not heard may still hand over a majority', () => {
+    const watch = watchOf5('1');
+    watch.announce(0);
+    watch.announce(1);
+    watch.handOver(2, '1', true);
+    expect(watch.notified).toBe(false); // 1 handed + 2 unheard could still make 3
+    watch.handOver(3, '1', true);
+    expect(watch.notified).toBe(false);
+    watch.handOver(4, '1', true);
+    expect(watch.notified).toBe(true);
+    expect(watch.handedOver).toBe(true);
+    // Wake-ups alone wake at a majority, as before.
+    const plain = watchOf5('1');
+    for (const index of [0, 1, 2]) plain.announce(index);
+    expect(plain.notified).toBe(true);
+  });
+});
+
+describe('Handover', () => {
+  it('asks only for one exclusive, unfenced resource', () => {
+    expect(handsOver(['a'], { fencing: false })).toBe(true);
+    expect(handsOver(['a', 'b'], { fencing: false })).toBe(false);
+    expect(handsOver(['a'], { fencing: true })).toBe(false);
+    expect(handsOver(['a'], { fencing: false, shared: true })).toBe(false);
+  });
+
+  it('a new value after each abandon; every abandoned one is taken back, and the holder takes back all but its own', () => {
+    const handover = new Handover();
+    expect(handover.leftover('x')).toBeUndefined(); // nothing was ever asked: nothing to take back
+    const first = handover.request(2);
+    expect(first).toEqual({ value: handover.value, stamp: stampOf(2), abandoned: '' });
+    handover.abandon();
+    const second = handover.request(3);
+    expect(second.value).not.toBe(first.value);
+    expect(second.abandoned).toBe(first.value);
+    expect(handover.leftover(second.value)).toBe(first.value); // won by the hand-over of `second`
+    expect(handover.leftover('attempt-value')).toBe(`${first.value} ${second.value}`); // won by an attempt
   });
 });

@@ -1,0 +1,158 @@
+/**
+ * The lock handed over inside the release (docs/handover.md, src/quorum/handover.ts), on real
+ * masters: the waiter wins without an acquire round of its own; only members that would have
+ * counted its own acquire hand over; a hand-over the waiter did not count is taken back, whether
+ * it goes on waiting or gives up; a hand-over shorter than the ttl (the place in line's lease) is
+ * extended to it at once.
+ */
+import Redis from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redlock, type RedlockOptions } from '../../src/index.js';
+import { EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
+import { startTestMasters, type TestMasters } from './masters.js';
+import { eventually, fresh, scriptCalls } from './util.js';
+
+let servers: TestMasters;
+const opened: Redlock[] = [];
+const named: Redis[] = [];
+
+beforeAll(async () => {
+  servers = await startTestMasters(5);
+});
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
+  for (const connection of named.splice(0)) connection.disconnect();
+  await servers.heal();
+});
+afterAll(() => servers?.close());
+
+function client(options: RedlockOptions = {}, clients: Redis[] = servers.connect()): Redlock {
+  const redlock = new Redlock(clients, options);
+  opened.push(redlock);
+  return redlock;
+}
+
+/** Clients named `name` (their subscriber duplicates carry the name), slow to reconnect: 400 ms. */
+function clientsNamed(name: string): Redis[] {
+  const clients = servers.masters.map((master) => {
+    const redis = new Redis({ host: master.host, port: master.port, connectionName: name, retryStrategy: () => 400 });
+    redis.on('error', () => {});
+    return redis;
+  });
+  named.push(...clients);
+  return clients;
+}
+
+/** Drops the subscriber connections named `name` on every member: what is published until they are back is lost. */
+async function killSubscribers(name: string): Promise<void> {
+  await Promise.all(
+    servers.clients.map(async (member) => {
+      const list = (await member.client('LIST')) as string;
+      for (const line of list.split('\n')) {
+        if (!line.includes(` name=${name} `) || / sub=0 /.test(line)) continue;
+        const id = /^id=(\d+)/.exec(line)?.[1];
+        if (id) await member.client('KILL', 'ID', id);
+      }
+    }),
+  );
+}
+
+const lineOf = (resource: string) => resourceKeys([resource])[1]!;
+const requestsOf = (resource: string) => resourceKeys([resource])[4]!;
+const inLine = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(lineOf(resource))));
+
+describe('a release hands the lock to the waiter first in line', () => {
+  it('which wins with no acquire round of its own, its keys set for its ttl', async () => {
+    const resource = fresh('handed');
+    const holder = await client().acquire(resource, 10_000);
+    // A 5 s retry delay: only the release can give it the lock within its 3 s budget; its lease
+    // (3 × 5 s) outlasts its ttl, so the keys are set for the whole ttl.
+    const waiting = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 8_000, { waitTimeout: 3_000 });
+    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    const before = await Promise.all(servers.clients.map(scriptCalls));
+    await holder.release();
+    const lock = await waiting;
+    const after = await Promise.all(servers.clients.map(scriptCalls));
+    expect(after.map((calls, index) => calls - before[index]!)).toEqual([1, 1, 1, 1, 1]); // the release alone
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(lock.value));
+    const pttls = await Promise.all(servers.clients.map((c) => c.pttl(resource)));
+    for (const pttl of pttls) expect(pttl).toBeGreaterThan(7_000);
+    // Its validity runs from its last attempt's start, before the release: never more than the ttl.
+    expect(lock.remainingMs()).toBeGreaterThan(0);
+    expect(lock.remainingMs()).toBeLessThanOrEqual(8_000);
+    await lock.release();
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
+    expect(await Promise.all(servers.clients.map((c) => c.exists(requestsOf(resource))))).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it('for no longer than its place in line, then extended to its ttl at once', async () => {
+    const resource = fresh('handed-short');
+    const holder = await client().acquire(resource, 10_000);
+    // Defaults: a lease of 3 × (200 + 100 + 50) ≈ 1 s on its place, shorter than its 10 s ttl.
+    const waiting = client().acquire(resource, 10_000, { waitTimeout: 5_000 });
+    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    await holder.release();
+    const lock = await waiting;
+    expect(lock.remainingMs()).toBeLessThan(1_100); // the lease's, until the extend lands
+    await eventually(async () => expect(lock.remainingMs()).toBeGreaterThan(9_000));
+    for (const pttl of await Promise.all(servers.clients.map((c) => c.pttl(resource)))) expect(pttl).toBeGreaterThan(9_000);
+    await lock.release();
+  });
+
+  it('only where its own acquire would count: a member in its restart quarantine does not hand over', async () => {
+    const resource = fresh('handed-quarantine');
+    const holder = await client().acquire(resource, 10_000);
+    const waiting = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
+    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    // Members 0 and 1 forget their epoch, as after a restart without persistence: a new epoch
+    // begins at their next call, quarantined for maxLockTtl.
+    await Promise.all([servers.clients[0]!.del(EPOCH_KEY), servers.clients[1]!.del(EPOCH_KEY)]);
+    await holder.release();
+    const lock = await waiting; // handed over by the other three, a majority
+    expect(await servers.valuesOf(resource)).toEqual([null, null, lock.value, lock.value, lock.value]);
+    await lock.release();
+  });
+});
+
+describe('a hand-over the waiter did not count', () => {
+  it('is taken back by its next attempt, which wins with a value of its own', async () => {
+    const resource = fresh('unheard');
+    const holder = await client().acquire(resource, 10_000);
+    const waiting = client({ retryDelay: 300, retryJitter: 0 }, clientsNamed('unheard')).acquire(resource, 10_000, { waitTimeout: 5_000 });
+    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    await killSubscribers('unheard');
+    await holder.release(); // handed over on every member, heard by nobody
+    const handed = await servers.valuesOf(resource);
+    expect(new Set(handed).size).toBe(1);
+    expect(handed[0]).not.toBeNull();
+    const lock = await waiting;
+    expect(lock.value).not.toBe(handed[0]);
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(lock.value));
+    await lock.release();
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(null));
+  });
+
+  it('is taken back when the waiter gives up, and the next in line is not held up', async () => {
+    const resource = fresh('gave-up');
+    const holder = await client().acquire(resource, 10_000);
+    const controller = new AbortController();
+    const first = client({ retryDelay: 3_000, retryJitter: 0 }, clientsNamed('gives-up'))
+      .acquire(resource, 10_000, { waitTimeout: 8_000, signal: controller.signal })
+      .catch((error: unknown) => error);
+    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    // Second in line, with a 5 s retry delay: only a wake-up or a hand-over brings it the lock soon.
+    const second = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 4_000 });
+    await eventually(async () => expect(await inLine(resource)).toEqual([2, 2, 2, 2, 2]));
+    await killSubscribers('gives-up');
+    await holder.release(); // handed to the first on every member, unheard
+    expect((await servers.valuesOf(resource)).every((value) => value !== null)).toBe(true);
+    const gaveUpAt = performance.now();
+    controller.abort();
+    const lock = await second;
+    // Its leave took the unheard hand-over back and handed the lock on (not after the first one's ttl).
+    expect(performance.now() - gaveUpAt).toBeLessThan(2_000);
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(lock.value));
+    expect((await first) as Error).toMatchObject({ name: 'AbortError' });
+    await lock.release();
+  });
+});
