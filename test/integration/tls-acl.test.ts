@@ -50,6 +50,8 @@ export const LOCKER_ACL = [
   '+hget',
   '+hmget',
   '+hset',
+  // hand-over requests (docs/handover.md)
+  '+hdel',
   '+time',
   '+publish',
 ];
