@@ -371,7 +371,6 @@ export class Redlock {
       fence: won.fence,
       inLineAs: won.inLineAs,
       abandoned: won.abandoned,
-      extendTo: won.extendTo,
     });
   }
 }

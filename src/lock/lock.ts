@@ -41,8 +41,7 @@ export interface HeldLock {
   inLineAs?: string | undefined;
   /** Handover values its acquire abandoned (Won.abandoned): its release takes them back. */
   abandoned?: string | undefined;
-  /** The ttl asked for, when the keys were set for less (Won.extendTo): extended to it at once. */
-  extendTo?: number | undefined;
+
   /**
    * A handle on a lock held elsewhere (a nested handle, lock/reentrancy.ts): no validity of its
    * own, so no expiry timer and no 'lost' event of its own (the outer lock has both).
@@ -116,10 +115,6 @@ export class Lock implements AsyncDisposable {
     // One boolean check when nobody listens: no timer for locks nobody observes.
     this.#expiryWatched = held.borrowed !== true && channels.lost.hasSubscribers;
     if (this.#expiryWatched) this.#armExpiry();
-    // Handed over for its place in line's lease, shorter than the ttl asked for: the extend runs
-    // while the caller already holds the lock (its validity is the lease's until then). A failed
-    // extend leaves that validity, which remainingMs() and the expiry report as they are.
-    if (held.extendTo !== undefined) this.extend(held.extendTo).catch(() => undefined);
   }
 
   /**

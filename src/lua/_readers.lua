@@ -14,6 +14,13 @@ local function liveReaders(readers)
   return redis.call('ZCARD', readers)
 end
 
+-- Drops the handover requests of `waiters` from the hash `requests`. pcall: a least-privilege ACL
+-- user set up before hand-overs existed has no HDEL; its calls still work, and its requests only
+-- go with their line (docs/operations.md, "Upgrading the ACL").
+local function dropRequests(requests, ...)
+  redis.pcall('HDEL', requests, ...)
+end
+
 -- Removes the waiters of resource i of n whose lease ran out (they died or gave up without
 -- saying so), with their handover requests.
 local function pruneLine(i, n)
@@ -22,7 +29,7 @@ local function pruneLine(i, n)
   if #stale > 0 then
     redis.call('ZREM', KEYS[n + i], unpack(stale))
     redis.call('ZREM', leases, unpack(stale))
-    redis.call('HDEL', KEYS[4 * n + i], unpack(stale))
+    dropRequests(KEYS[4 * n + i], unpack(stale))
   end
 end
 

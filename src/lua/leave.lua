@@ -15,7 +15,7 @@ end
 local waiter, abandoned = ARGV[1], ARGV[2] or ''
 for i = 1, n do
   local freed = takeBack(i, abandoned)
-  redis.call('HDEL', KEYS[4 * n + i], waiter)
+  dropRequests(KEYS[4 * n + i], waiter)
   local left = redis.call('ZREM', KEYS[n + i], waiter) == 1
   if left then
     redis.call('ZREM', KEYS[2 * n + i], waiter)

@@ -48,7 +48,7 @@ for i = 1, n do
   if leaving ~= '' then
     left = redis.call('ZREM', KEYS[n + i], leaving) == 1
     redis.call('ZREM', KEYS[2 * n + i], leaving)
-    redis.call('HDEL', KEYS[4 * n + i], leaving)
+    dropRequests(KEYS[4 * n + i], leaving)
   end
   if freed or left then
     wakeHead(i, n)

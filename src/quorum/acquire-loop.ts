@@ -21,6 +21,7 @@ import { attemptLock, type AttemptResult } from './acquire.js';
 import { quorumOf } from './tally.js';
 import { describeVotes, type LockAnswer, type MemberVote } from './votes.js';
 import { Handover, handsOver } from './handover.js';
+import { extendOn } from './extend.js';
 import type { RoundResult } from './round.js';
 import { leaseFor, LineTurns, type Waiter } from '../waiting/line.js';
 import { sharedName } from '../store/protocol.js';
@@ -30,10 +31,8 @@ import type { Notifications, Watch } from '../waiting/notifications.js';
  * A won acquire. `inLineAs`: the waiter id, when the acquire took a place in line: the winner keeps
  * it until its release, which leaves every line (release.lua), instead of a round of its own now.
  * `abandoned`: handover values a member may still hold for it, which its release takes back.
- * `extendTo`: the ttl asked for, when a hand-over set the keys for less (its place in line's lease):
- * the Lock extends to it at once.
  */
-export type Won = Extract<AttemptResult, { won: true }> & { inLineAs?: string | undefined; abandoned?: string | undefined; extendTo?: number };
+export type Won = Extract<AttemptResult, { won: true }> & { inLineAs?: string | undefined; abandoned?: string | undefined };
 
 /** retryDelay ± retryJitter, never negative: competing clients fall out of step. */
 export function retryDelayMs(policy: Pick<AttemptPolicy, 'retryDelay' | 'retryJitter'>, random: () => number = Math.random): number {
@@ -79,20 +78,32 @@ function leaveLine(members: readonly Member[], resources: readonly string[], wai
 /**
  * The lock, when a majority handed it over by the request of the attempt whose round is `round`
  * (quorum/handover.ts has the argument): valid as that attempt's own win would be, from its start,
- * for `heldMs`: the ttl, or the place in line's lease if shorter (_wake.lua, handOver).
+ * for `heldMs`: the ttl, or the place in line's lease if shorter (_wake.lua, handOver). Then it is
+ * extended to the ttl before it is returned, so a caller always gets the ttl it asked for (a
+ * hand-over skips the acquire round outright where the lease covers the ttl, and trades it for a
+ * lighter extend round elsewhere); if that extend fails without losing the lock, the shorter
+ * validity is what the caller gets, as remainingMs() says.
  */
-function handedOverLock(
+async function handedOver(
   members: readonly Member[],
   settings: Settings,
+  resources: readonly string[],
+  ttl: number,
   heldMs: number,
   round: RoundResult<LockAnswer>,
   watch: Watch,
   value: string,
-): Extract<AttemptResult, { won: true }> | undefined {
+): Promise<Extract<AttemptResult, { won: true }> | undefined> {
   if (!watch.handedOver) return undefined;
   const { clock } = settings;
-  const deadline = deadlineOf(round.startedAt, heldMs, driftMs(heldMs, settings.driftFactor));
+  let deadline = deadlineOf(round.startedAt, heldMs, driftMs(heldMs, settings.driftFactor));
   if (deadline - clock.now() <= 0) return undefined;
+  if (heldMs < ttl) {
+    const extended = await extendOn(members, settings, resources, value, ttl, deadline);
+    if (!extended.extended && extended.failure !== 'unavailable') return undefined;
+    deadline = extended.deadline;
+    if (deadline - clock.now() <= 0) return undefined;
+  }
   const votes: MemberVote[] = members.map((member, index) => ({ member: member.id, vote: watch.handedBy.has(index) ? 'locked' : 'pending', ms: 0 }));
   return { won: true, value, round: { won: true, votes, startedAt: round.startedAt, elapsedMs: clock.now() - round.startedAt }, deadline, fence: undefined };
 }
@@ -126,13 +137,7 @@ export async function acquireWithRetries(
   let watch: Watch | undefined = policy.retryCount > 0 && notifications.listening ? notifications.watch(waiter.id) : undefined;
   // In line for one resource, exclusive and unfenced: asks to be handed the lock at a release.
   const handover = policy.retryCount > 0 && handsOver(resources, policy) ? new Handover() : undefined;
-  /** Abandons the handover value when a member may hold it uncounted (quorum/handover.ts). */
-  const abandonIf = (uncounted: boolean) => {
-    if (watch?.takeStray() || uncounted) {
-      handover?.abandon();
-      watch?.stopCounting();
-    }
-  };
+
   let joined = false;
   let wasInLine = false;
   const turns = new LineTurns(resources.length, waiter.leaseMs, settings.maxLockTtl);
@@ -193,8 +198,6 @@ export async function acquireWithRetries(
       );
       if (result.won) return won(result, attempt);
       const { round, outcome, validityMs } = result;
-      // A member whose key holds our handover value: a release handed it over before this attempt ran there.
-      abandonIf(round.votes.some((vote) => vote.handedOver));
       attempts.push({ attempt, outcome, startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
       if (debugging(logger)) logger.debug({ resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
       rollback = result.rollback;
@@ -218,12 +221,13 @@ export async function acquireWithRetries(
       // connection anyway. Only the last one is awaited, on every way out below.
       await wait;
       if (watch && handover) {
-        const heldMs = Math.min(ttl, waiter.leaseMs);
-        const handed = handedOverLock(members, settings, heldMs, round, watch, handover.value);
-        if (handed) return { ...won(handed, attempt), ...(heldMs < ttl ? { extendTo: ttl } : {}) };
-        // Handed over by some members but not counted as won: they hold a value we never count on.
-        abandonIf(watch.handedBy.size > 0);
+        const handed = await handedOver(members, settings, resources, ttl, Math.min(ttl, waiter.leaseMs), round, watch, handover.value);
+        if (handed) return won(handed, attempt);
       }
+      // A member may hold our handover value uncounted (a hand-over heard for another stamp or
+      // from a member that does not count, too few of them, or one the attempt found): it is
+      // abandoned now, between attempts, and taken back by the next one (quorum/handover.ts).
+      if (watch?.takeStray() || watch?.handedBy.size || round.votes.some((vote) => vote.handedOver)) handover?.abandon();
     }
     await rollback;
     const error = new LockAcquireError(resources, attempts, clock.now() - begin, stoppedBecause);

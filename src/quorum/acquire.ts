@@ -9,6 +9,7 @@ import type { AttemptOutcome } from '../errors.js';
 import type { AcquireRequest, Member } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { fenceToken, type Fence, type FenceReading } from './fence.js';
+import { memberStamp } from './handover.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
 import { sharedName, type HandoverRequest, type Waiter } from '../store/protocol.js';
@@ -57,8 +58,9 @@ interface FenceView {
 }
 
 function acquireSender(resources: readonly string[], request: AcquireRequest, view: FenceView) {
+  const { handover } = request;
   return (member: Member, index: number): Promise<Answered<LockAnswer>> =>
-    member.acquire(resources, request).then((result) => {
+    member.acquire(resources, handover ? { ...request, handover: { ...handover, stamp: memberStamp(handover.stamp, index) } } : request).then((result) => {
       // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
       if (request.quarantineMs > 0 && result.quarantinedForMs === 0) view.epochs[index] = result.epoch;
       if ('why' in result)

@@ -18,9 +18,13 @@
  *   reader) with the waiter at the head of its line, and, with the quarantine on, only a plain
  *   master whose epoch is past it. A member whose yes does not count for other reasons (it may
  *   evict, is another member's server, its facts are not read yet) is not counted: countsNow.
- * - Messages are counted only while the waiter waits after attempt k: a message for an earlier
- *   attempt, or from a member that does not count, is not counted, and makes the waiter abandon
- *   the value (below). So is a hand-over its attempt found (Refusal.handedOver).
+ * - Messages are counted only while the waiter waits after attempt k, and only with the stamp
+ *   attempt k sent to that very member (memberStamp: pub/sub ignores the database, so members
+ *   that share a server hear each other). A message for an earlier attempt, for another member,
+ *   or from a member that does not count is not counted; it, too few hand-overs, or one the
+ *   next attempt finds (Refusal.handedOver) make the waiter abandon the value between attempts.
+ * - A hand-over for less than the ttl (the waiter's lease was shorter) is extended to the ttl
+ *   before the acquire returns: the caller gets the validity it asked for.
  * - Nothing deletes a value the waiter may still count on. Its attempts use values of their own
  *   (a rollback deletes only those); a handover value is deleted only by its holder's release, by
  *   the waiter's leave when it gives up (it counts nothing after that), and by `takeBack` once
@@ -68,6 +72,7 @@ export class Handover {
    * taken back by the waiter's next calls, and the next request carries a new one.
    */
   abandon(): void {
+    if (!this.#requested) return;
     this.#abandoned.push(this.#value);
     if (this.#abandoned.length > ABANDONED_KEPT) this.#abandoned.shift();
     this.#value = newLockValue();
@@ -85,3 +90,10 @@ export class Handover {
 
 /** The stamp of attempt `attempt`'s request: what a hand-over by it names (protocol.ts, readWaiterMessage). */
 export const stampOf = (attempt: number): string => attempt.toString(36);
+
+/**
+ * The stamp as sent to the member at `memberIndex`: a hand-over names the member that made it.
+ * Pub/sub ignores the database, so two members that are databases of one server hear each
+ * other's messages; each counts only a message naming itself.
+ */
+export const memberStamp = (stamp: string, memberIndex: number): string => `${stamp}.${memberIndex.toString(36)}`;

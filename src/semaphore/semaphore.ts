@@ -184,7 +184,6 @@ export class Semaphore {
           fence: won.fence,
           inLineAs: won.inLineAs,
           abandoned: won.abandoned,
-          extendTo: won.extendTo,
         };
         return new Permit(context, held, this.name, index);
       } catch (error) {

@@ -27,6 +27,7 @@ import type { Logger } from '../options/settings.js';
 import { quorumOf } from '../quorum/tally.js';
 import { listenerChannel } from '../store/keys.js';
 import { readWaiterMessage } from '../store/protocol.js';
+import { memberStamp } from '../quorum/handover.js';
 import { newListener, newWaiterId } from './line.js';
 
 /**
@@ -86,12 +87,6 @@ export class Watch {
     this.#counting = stamp;
   }
 
-  /** Counts no more hand-overs until the next reset: the value they set is abandoned. */
-  stopCounting(): void {
-    this.#counting = undefined;
-    this.#handedBy.clear();
-  }
-
   /** Whether a hand-over that did not count was heard since the last call (and forgets it). */
   takeStray(): boolean {
     const stray = this.#stray;
@@ -106,10 +101,11 @@ export class Watch {
 
   /**
    * A member handed this waiter the lock, by its request of `stamp`. Counted only for the stamp
-   * counted now and from a member whose yes counts (`counts`); any other is stray.
+   * counted now as sent to this very member (memberStamp) and from a member whose yes counts
+   * (`counts`); any other is stray.
    */
   handOver(memberIndex: number, stamp: string, counts: boolean): void {
-    if (counts && stamp === this.#counting) this.#handedBy.add(memberIndex);
+    if (counts && this.#counting !== undefined && stamp === memberStamp(this.#counting, memberIndex)) this.#handedBy.add(memberIndex);
     else this.#stray = true;
     this.announce(memberIndex);
   }
@@ -131,7 +127,9 @@ export class Watch {
         else reject(reason);
       };
       const onAbort = () => done(signal!.reason);
-      const timer = clock.setTimer(() => done(), ms);
+      // Timers run before the poll phase reads what arrived meanwhile (realities.md): the wait
+      // ends a turn later, so that messages already on their sockets are heard first.
+      const timer = clock.setTimer(() => setImmediate(() => done()), ms);
       this.#wake = () => done();
       signal?.addEventListener('abort', onAbort, { once: true });
     });

@@ -12,6 +12,7 @@ import { Redlock } from '../../src/index.js';
 import { processBackend } from '../harness/process.js';
 import type { MasterSet } from '../harness/types.js';
 import { fresh } from './util.js';
+import { resourceKeys } from '../../src/store/keys.js';
 
 /** The ACL rule from README ("TLS and ACL"), for lock names under `lock:`. */
 export const LOCKER_ACL = [
@@ -107,6 +108,9 @@ beforeAll(async () => {
   // The admin sets up the locker user, and declares the brand-new masters trusted.
   const admins = set.masters.map((master) => new Redis({ host: master.host, port: master.port, tls }));
   await Promise.all(admins.map((admin) => admin.call('ACL', 'SETUSER', 'locker', ...LOCKER_ACL)));
+  // The documented user as it was before hand-overs: no HDEL.
+  const before = LOCKER_ACL.filter((rule) => rule !== '+hdel').map((rule) => (rule === '>locker-secret' ? '>older-secret' : rule));
+  await Promise.all(admins.map((admin) => admin.call('ACL', 'SETUSER', 'older-locker', ...before)));
   await new Redlock(admins).trustMembers();
   for (const admin of admins) admin.disconnect();
 });
@@ -116,9 +120,9 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function lockerClients(): Redis[] {
+function lockerClients(username = 'locker', password = 'locker-secret'): Redis[] {
   return set.masters.map((master) => {
-    const client = new Redis({ host: master.host, port: master.port, tls, username: 'locker', password: 'locker-secret' });
+    const client = new Redis({ host: master.host, port: master.port, tls, username, password });
     client.on('error', () => {});
     return client;
   });
@@ -150,6 +154,33 @@ it('locks, waits in line, fences and releases over TLS as an ACL user with only 
     // The user can do nothing else: other keys and other commands are refused.
     await expect(clients[0]!.set('not-a-lock', 'x')).rejects.toThrow(/NOPERM/);
     await expect(clients[0]!.call('FLUSHALL')).rejects.toThrow(/NOPERM/);
+  } finally {
+    await redlock.quit();
+    await waiter.quit();
+    for (const client of [...clients, ...other]) client.disconnect();
+  }
+});
+
+it('an ACL user set up before hand-overs (without +hdel) still waits, is handed the lock and releases; only its requests linger', async () => {
+  const clients = lockerClients('older-locker', 'older-secret');
+  const other = lockerClients('older-locker', 'older-secret');
+  const redlock = new Redlock(clients);
+  const waiter = new Redlock(other, { retryDelay: 5_000, retryJitter: 0 });
+  try {
+    const resource = fresh('lock:older');
+    for (let round = 0; round < 2; round++) {
+      const lock = await redlock.acquire(resource, 5_000);
+      const next = waiter.acquire(resource, 5_000, { waitTimeout: 3_000 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await lock.release()).freed).toBe(true);
+      const handed = await next; // within 3 s: woken or handed the lock, not its 5 s retry
+      expect((await handed.release()).freed).toBe(true);
+    }
+    expect(await clients[0]!.zcard(resourceKeys([resource])[1]!)).toBe(0); // nobody left in line
+    // Its requests were not dropped (no HDEL): they go with their line's expiry (docs/operations.md).
+    const admin = new Redis({ host: set.masters[0]!.host, port: set.masters[0]!.port, tls });
+    expect(await admin.hlen(resourceKeys([resource])[4]!)).toBeGreaterThan(0);
+    admin.disconnect();
   } finally {
     await redlock.quit();
     await waiter.quit();

@@ -8,7 +8,7 @@ import { nextTryMs } from '../../src/quorum/acquire-loop.js';
 import type { MemberVote } from '../../src/quorum/votes.js';
 import { LineTurns } from '../../src/waiting/line.js';
 import { Watch } from '../../src/waiting/notifications.js';
-import { Handover, handsOver, stampOf } from '../../src/quorum/handover.js';
+import { Handover, handsOver, memberStamp, stampOf } from '../../src/quorum/handover.js';
 
 const taken = (heldForMs: number | undefined, place: number | undefined = 0): MemberVote => {
   const vote: MemberVote = { member: 'm', vote: 'taken', ms: 1 };
@@ -99,53 +99,53 @@ describe('Watch: which hand-overs count', () => {
     watch.reset(stamp);
     return watch;
   };
+  /** What member `index` says when it hands over by attempt `attempt`'s request. */
+  const by = (attempt: number, index: number) => memberStamp(stampOf(attempt), index);
 
-  it('a majority by the stamp counted, from members that count, is a win', () => {
-    const watch = watchOf5('3');
-    watch.handOver(0, '3', true);
-    watch.handOver(1, '3', true);
+  it('a majority by the stamp counted, each from the member it was sent to and that counts, is a win', () => {
+    const watch = watchOf5(stampOf(3));
+    watch.handOver(0, by(3, 0), true);
+    watch.handOver(1, by(3, 1), true);
     expect(watch.handedOver).toBe(false);
-    watch.handOver(2, '3', true);
+    watch.handOver(2, by(3, 2), true);
     expect(watch.handedOver).toBe(true);
     expect([...watch.handedBy]).toEqual([0, 1, 2]);
     expect(watch.takeStray()).toBe(false);
   });
 
-  it('another stamp, or a member that does not count, is stray and never counted', () => {
-    const watch = watchOf5('3');
-    watch.handOver(0, '2', true); // an earlier attempt's request
-    watch.handOver(1, '3', false); // a member whose yes does not count now
-    watch.handOver(2, '3', true);
-    watch.handOver(3, '3', true);
+  it("another stamp, a member that does not count, or another member's message is stray and never counted", () => {
+    const watch = watchOf5(stampOf(3));
+    watch.handOver(0, by(2, 0), true); // an earlier attempt's request
+    watch.handOver(1, by(3, 1), false); // a member whose yes does not count now
+    watch.handOver(2, by(3, 4), true); // member 4's message, heard on member 2's subscription (one server, two databases)
+    watch.handOver(3, by(3, 3), true);
+    watch.handOver(4, by(3, 4), true);
     expect(watch.handedOver).toBe(false);
+    expect([...watch.handedBy]).toEqual([3, 4]);
     expect(watch.takeStray()).toBe(true);
     expect(watch.takeStray()).toBe(false);
   });
 
-  it('nothing counts after stopCounting or a reset without a stamp (an attempt out of line)', () => {
-    const stopped = watchOf5('4');
-    stopped.handOver(0, '4', true);
-    stopped.stopCounting();
-    for (const index of [1, 2, 3]) stopped.handOver(index, '4', true);
-    expect(stopped.handedOver).toBe(false);
+  it('nothing counts after a reset without a stamp (an attempt out of line)', () => {
     const unstamped = watchOf5(undefined);
-    for (const index of [0, 1, 2]) unstamped.handOver(index, 'undefined', true);
+    for (const index of [0, 1, 2]) unstamped.handOver(index, by(1, index), true);
     expect(unstamped.handedOver).toBe(false);
+    expect(unstamped.takeStray()).toBe(true);
   });
 
   it('a majority of wake-ups waits while the members not heard may still hand over a majority', () => {
-    const watch = watchOf5('1');
+    const watch = watchOf5(stampOf(1));
     watch.announce(0);
     watch.announce(1);
-    watch.handOver(2, '1', true);
+    watch.handOver(2, by(1, 2), true);
     expect(watch.notified).toBe(false); // 1 handed + 2 unheard could still make 3
-    watch.handOver(3, '1', true);
+    watch.handOver(3, by(1, 3), true);
     expect(watch.notified).toBe(false);
-    watch.handOver(4, '1', true);
+    watch.handOver(4, by(1, 4), true);
     expect(watch.notified).toBe(true);
     expect(watch.handedOver).toBe(true);
     // Wake-ups alone wake at a majority, as before.
-    const plain = watchOf5('1');
+    const plain = watchOf5(stampOf(1));
     for (const index of [0, 1, 2]) plain.announce(index);
     expect(plain.notified).toBe(true);
   });
@@ -162,6 +162,9 @@ describe('Handover', () => {
   it('a new value after each abandon; every abandoned one is taken back, and the holder takes back all but its own', () => {
     const handover = new Handover();
     expect(handover.leftover('x')).toBeUndefined(); // nothing was ever asked: nothing to take back
+    const unasked = handover.value;
+    handover.abandon(); // never sent: nothing to abandon
+    expect(handover.value).toBe(unasked);
     const first = handover.request(2);
     expect(first).toEqual({ value: handover.value, stamp: stampOf(2), abandoned: '' });
     handover.abandon();
