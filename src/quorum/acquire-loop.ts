@@ -1,7 +1,7 @@
 /**
  * The attempt loop around attemptLock(): retries with jitter, waiting in line for a release, the
  * wait budget and the AbortSignal. Every acquire ends within its budget (plus the last rollback,
- * itself bounded by nodeTimeout): no round outlives the time left (a member silent for
+ * or the extend of a lock handed over for less than its ttl: each bounded by nodeTimeout): no round outlives the time left (a member silent for
  * nodeTimeout times out sooner), and no wait runs past the budget.
  *
  * Waiting: the first attempt does not join the line, so an uncontended acquire costs one script
@@ -214,14 +214,20 @@ export async function acquireWithRetries(
       } else {
         // A release may come at any moment: wait out the delay or what is left of the budget,
         // whichever ends first (the loop's head then sees the budget gone).
-        const delay = Math.min(nextTryMs(round.votes, retryDelayMs(policy)), budgetEnd - clock.now(), turns.msUntilChange(clock.now()));
-        wait = watch.wait(delay, clock, policy.signal);
+        // Our own handover value blocks a member (a hand-over this attempt found): it is taken back
+        // by the next attempt, which goes at once.
+        const ownBlocks = round.votes.some((vote) => vote.handedOver);
+        const delay = ownBlocks ? 0 : Math.min(nextTryMs(round.votes, retryDelayMs(policy)), budgetEnd - clock.now(), turns.msUntilChange(clock.now()));
+        // A hand-over majority still on its way is waited for up to nodeTimeout (Watch.notified).
+        wait = watch.wait(delay, clock, policy.signal, settings.nodeTimeout);
       }
       // The rollback runs alongside the wait: it goes out before the next attempt on every
       // connection anyway. Only the last one is awaited, on every way out below.
       await wait;
       if (watch && handover) {
         const handed = await handedOver(members, settings, resources, ttl, Math.min(ttl, waiter.leaseMs), round, watch, handover.value);
+        // Aborted during its extend: the way out below takes the handed value back (leave).
+        policy.signal?.throwIfAborted();
         if (handed) return won(handed, attempt);
       }
       // A member may hold our handover value uncounted (a hand-over heard for another stamp or

@@ -58,14 +58,20 @@ export class Watch {
   /**
    * Time to act: a majority handed this waiter the lock, or named it first in line, unless some
    * handed it over and the members not heard yet may still make that a majority (their messages
-   * are on the way: an attempt now would only find the lock set for us, uncounted).
+   * are on the way: an attempt now would only find the lock set for us, uncounted). That wait
+   * lasts a grace at most (wait()'s graceMs): a member that is down never speaks.
    */
   get notified(): boolean {
     if (this.handedOver) return true;
     if (this.#announced.size < this.#quorum) return false;
     const handed = this.#handedBy.size;
-    return handed === 0 || handed + this.#memberCount - this.#announced.size < this.#quorum;
+    return handed === 0 || this.#graceOver || handed + this.#memberCount - this.#announced.size < this.#quorum;
   }
+
+  /** Whether the grace for the rest of a hand-over majority ran out (notified). */
+  #graceOver = false;
+  /** Starts that grace, in a wait (wait() sets it). */
+  #startGrace: (() => void) | undefined;
 
   /** Whether a majority handed this waiter the lock by the stamp counted since the last reset. */
   get handedOver(): boolean {
@@ -85,6 +91,7 @@ export class Watch {
     this.#announced.clear();
     this.#handedBy.clear();
     this.#counting = stamp;
+    this.#graceOver = false;
   }
 
   /** Whether a hand-over that did not count was heard since the last call (and forgets it). */
@@ -97,6 +104,7 @@ export class Watch {
   announce(memberIndex: number): void {
     this.#announced.add(memberIndex);
     if (this.notified) this.#wake?.();
+    else if (this.#announced.size >= this.#quorum) this.#startGrace?.();
   }
 
   /**
@@ -111,17 +119,21 @@ export class Watch {
   }
 
   /**
-   * Resolves after `ms`, or as soon as a majority named this waiter; rejects with the reason if
-   * `signal` aborts. A timer and a listener, no AbortController: a contended lock waits here once
+   * Resolves after `ms`, or as soon as this waiter is `notified` (at most `graceMs` after a
+   * majority named it, while a hand-over majority is still possible); rejects with the reason if
+   * `signal` aborts. Timers and a listener, no AbortController: a contended lock waits here once
    * per attempt, and an aborted controller makes a DOMException (a stack trace) each time.
    */
-  wait(ms: number, clock: Clock, signal: AbortSignal | undefined): Promise<void> {
+  wait(ms: number, clock: Clock, signal: AbortSignal | undefined, graceMs = ms): Promise<void> {
     if (this.notified) return Promise.resolve();
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
+      let grace: unknown;
       const done = (reason?: unknown) => {
         clock.clearTimer(timer);
+        if (grace !== undefined) clock.clearTimer(grace);
         this.#wake = undefined;
+        this.#startGrace = undefined;
         signal?.removeEventListener('abort', onAbort);
         if (reason === undefined) resolve();
         else reject(reason);
@@ -131,6 +143,13 @@ export class Watch {
       // ends a turn later, so that messages already on their sockets are heard first.
       const timer = clock.setTimer(() => setImmediate(() => done()), ms);
       this.#wake = () => done();
+      this.#startGrace = () => {
+        grace ??= clock.setTimer(() => {
+          this.#graceOver = true;
+          done();
+        }, graceMs);
+      };
+      if (this.#announced.size >= this.#quorum) this.#startGrace();
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }

@@ -118,6 +118,32 @@ describe('a release hands the lock to the waiter first in line', () => {
 });
 
 describe('a hand-over the waiter did not count', () => {
+  it('with a member down and another one stray: the waiter tries again within a grace, takes its value back and wins', async () => {
+    const resource = fresh('grace');
+    const holder = await client().acquire(resource, 10_000);
+    const waiting = client({ retryDelay: 3_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 9_000 });
+    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    // A late copy of an earlier attempt rewrote members 2 and 3's requests: their hand-overs name
+    // another stamp (stray). Member 4 is down. Members 0 and 1 hand over by the right one: 2 of 5.
+    for (const member of [2, 3]) {
+      const [[waiter, request]] = Object.entries(await servers.clients[member]!.hgetall(requestsOf(resource))) as [[string, string]];
+      const parts = request.split(' ');
+      parts[3] = '0.0';
+      await servers.clients[member]!.hset(requestsOf(resource), waiter, parts.join(' '));
+    }
+    await servers.masters[4]!.pause();
+    const releasedAt = performance.now();
+    void holder.release().catch(() => undefined);
+    const lock = await waiting;
+    // Not its 3 s retry delay: a grace (nodeTimeout) for the rest of the hand-overs, then an
+    // attempt that takes the uncounted ones back and wins on the four members up.
+    expect(performance.now() - releasedAt).toBeLessThan(1_500);
+    const values = (await Promise.all(servers.clients.slice(0, 4).map((c) => c.get(resource)))) as (string | null)[];
+    expect(values.filter((value) => value === lock.value).length).toBeGreaterThanOrEqual(3);
+    await servers.masters[4]!.resume();
+    await lock.release();
+  });
+
   it('is taken back by its next attempt, which wins with a value of its own', async () => {
     const resource = fresh('unheard');
     const holder = await client().acquire(resource, 10_000);

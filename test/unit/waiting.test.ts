@@ -8,6 +8,7 @@ import { nextTryMs } from '../../src/quorum/acquire-loop.js';
 import type { MemberVote } from '../../src/quorum/votes.js';
 import { LineTurns } from '../../src/waiting/line.js';
 import { Watch } from '../../src/waiting/notifications.js';
+import { ManualClock } from '../../src/clock/index.js';
 import { Handover, handsOver, memberStamp, stampOf } from '../../src/quorum/handover.js';
 
 const taken = (heldForMs: number | undefined, place: number | undefined = 0): MemberVote => {
@@ -148,6 +149,23 @@ describe('Watch: which hand-overs count', () => {
     const plain = watchOf5(stampOf(1));
     for (const index of [0, 1, 2]) plain.announce(index);
     expect(plain.notified).toBe(true);
+  });
+
+  it('waits for the rest of a possible hand-over majority a grace at most: a member that is down never speaks', async () => {
+    const clock = new ManualClock();
+    const watch = watchOf5(stampOf(1));
+    let woken = false;
+    const waiting = watch.wait(5_000, clock, undefined, 50).then(() => (woken = true));
+    watch.announce(0);
+    watch.announce(1);
+    watch.handOver(2, by(1, 2), true); // 1 handed, 2 unheard: a majority still possible
+    clock.advance(49);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(woken).toBe(false);
+    clock.advance(1);
+    await waiting;
+    expect(watch.notified).toBe(true);
+    expect(watch.handedOver).toBe(false); // the next attempt takes it from here
   });
 });
 
