@@ -10,10 +10,11 @@
 -- granted() in _acquired.lua, on the same epoch hash).
 -- The key lives its ttl, but never past the waiter's place in line (its lease): a waiter that
 -- died in line (it comes back every retry delay while alive, and its lease is 3 of those) holds
--- the lock no longer than its place. Both the key's set and the lease's start come after the run
--- of the acquire that wrote the request, so the key lives at least min(ttl, lease) from that
--- attempt's start: the waiter counts this hand-over only for the stamp of its latest attempt, and
--- takes its validity from that attempt's start with that length (src/quorum/handover.ts).
+-- the lock no longer than its place. The run of the acquire that wrote the request also started
+-- the lease, for at least the ttl (a waiter asks only then: handover.ts, handsOver), and this
+-- hand-over comes after that run: so the key lives at least the ttl from that attempt's start.
+-- The waiter counts this hand-over only for the stamp of its latest attempt, and takes its
+-- validity from that attempt's start (src/quorum/handover.ts).
 -- Returns the request's stamp when handed, nil otherwise.
 local function handOver(i, n, head, request)
   local value, ttl, quarantine, stamp = string.match(request, '^(%S+) (%d+) (%d+) (%S+)$')

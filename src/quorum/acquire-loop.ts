@@ -1,7 +1,7 @@
 /**
  * The attempt loop around attemptLock(): retries with jitter, waiting in line for a release, the
  * wait budget and the AbortSignal. Every acquire ends within its budget (plus the last rollback,
- * or the extend of a lock handed over for less than its ttl: each bounded by nodeTimeout): no round outlives the time left (a member silent for
+ * itself bounded by nodeTimeout): no round outlives the time left (a member silent for
  * nodeTimeout times out sooner), and no wait runs past the budget.
  *
  * Waiting: the first attempt does not join the line, so an uncontended acquire costs one script
@@ -21,7 +21,6 @@ import { attemptLock, type AttemptResult } from './acquire.js';
 import { quorumOf } from './tally.js';
 import { describeVotes, type LockAnswer, type MemberVote } from './votes.js';
 import { Handover, handsOver } from './handover.js';
-import { extendOn } from './extend.js';
 import type { RoundResult } from './round.js';
 import { leaseFor, LineTurns, type Waiter } from '../waiting/line.js';
 import { sharedName } from '../store/protocol.js';
@@ -77,33 +76,20 @@ function leaveLine(members: readonly Member[], resources: readonly string[], wai
 
 /**
  * The lock, when a majority handed it over by the request of the attempt whose round is `round`
- * (quorum/handover.ts has the argument): valid as that attempt's own win would be, from its start,
- * for `heldMs`: the ttl, or the place in line's lease if shorter (_wake.lua, handOver). Then it is
- * extended to the ttl before it is returned, so a caller always gets the ttl it asked for (a
- * hand-over skips the acquire round outright where the lease covers the ttl, and trades it for a
- * lighter extend round elsewhere); if that extend fails without losing the lock, the shorter
- * validity is what the caller gets, as remainingMs() says.
+ * (quorum/handover.ts has the argument): valid as that attempt's own win would be, from its start.
  */
-async function handedOver(
+function handedOver(
   members: readonly Member[],
   settings: Settings,
-  resources: readonly string[],
   ttl: number,
-  heldMs: number,
   round: RoundResult<LockAnswer>,
   watch: Watch,
   value: string,
-): Promise<Extract<AttemptResult, { won: true }> | undefined> {
+): Extract<AttemptResult, { won: true }> | undefined {
   if (!watch.handedOver) return undefined;
   const { clock } = settings;
-  let deadline = deadlineOf(round.startedAt, heldMs, driftMs(heldMs, settings.driftFactor));
+  const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
   if (deadline - clock.now() <= 0) return undefined;
-  if (heldMs < ttl) {
-    const extended = await extendOn(members, settings, resources, value, ttl, deadline);
-    if (!extended.extended && extended.failure !== 'unavailable') return undefined;
-    deadline = extended.deadline;
-    if (deadline - clock.now() <= 0) return undefined;
-  }
   const votes: MemberVote[] = members.map((member, index) => ({ member: member.id, vote: watch.handedBy.has(index) ? 'locked' : 'pending', ms: 0 }));
   return { won: true, value, round: { won: true, votes, startedAt: round.startedAt, elapsedMs: clock.now() - round.startedAt }, deadline, fence: undefined };
 }
@@ -135,8 +121,8 @@ export async function acquireWithRetries(
   // once, since a release that falls right after it is heard. Otherwise the first attempt stays
   // out of line, and the second joins once subscribed (below).
   let watch: Watch | undefined = policy.retryCount > 0 && notifications.listening ? notifications.watch(waiter.id) : undefined;
-  // In line for one resource, exclusive and unfenced: asks to be handed the lock at a release.
-  const handover = policy.retryCount > 0 && handsOver(resources, policy) ? new Handover() : undefined;
+  // In line for one resource, exclusive, unfenced, its ttl within its lease: asks to be handed the lock at a release.
+  const handover = policy.retryCount > 0 && handsOver(resources, policy, ttl, waiter.leaseMs) ? new Handover() : undefined;
 
   let joined = false;
   let wasInLine = false;
@@ -225,9 +211,7 @@ export async function acquireWithRetries(
       // connection anyway. Only the last one is awaited, on every way out below.
       await wait;
       if (watch && handover) {
-        const handed = await handedOver(members, settings, resources, ttl, Math.min(ttl, waiter.leaseMs), round, watch, handover.value);
-        // Aborted during its extend: the way out below takes the handed value back (leave).
-        policy.signal?.throwIfAborted();
+        const handed = handedOver(members, settings, ttl, round, watch, handover.value);
         if (handed) return won(handed, attempt);
       }
       // A member may hold our handover value uncounted (a hand-over heard for another stamp or

@@ -11,8 +11,8 @@
  * Why that is as safe as winning attempt k's round:
  * - Each hand-over it counts names attempt k, its latest, and a member only hands over by the
  *   request that attempt k's own run wrote there. So the key was set after that run, and so after
- *   attempt k's start (`startedAt`, read before anything was sent): it lives ttl from a moment
- *   after that start, exactly as a key attempt k set would. The validity is therefore computed as
+ *   attempt k's start (`startedAt`, read before anything was sent): it lives (below) at least ttl
+ *   from that start, exactly as a key attempt k set would. The validity is therefore computed as
  *   for attempt k's round, ttl − elapsed since its start − drift, and checked after the count.
  * - A member hands over only what it would have granted then: a free resource (no key, no live
  *   reader) with the waiter at the head of its line, and, with the quarantine on, only a plain
@@ -23,8 +23,10 @@
  *   that share a server hear each other). A message for an earlier attempt, for another member,
  *   or from a member that does not count is not counted; it, too few hand-overs, or one the
  *   next attempt finds (Refusal.handedOver) make the waiter abandon the value between attempts.
- * - A hand-over for less than the ttl (the waiter's lease was shorter) is extended to the ttl
- *   before the acquire returns: the caller gets the validity it asked for.
+ * - The key lives min(ttl, what is left of the waiter's lease) from the hand-over: the lease was
+ *   set by the run of attempt k, for at least the ttl (handsOver), so the key lives at least ttl
+ *   from attempt k's start either way, and a waiter that died in line holds it no longer than
+ *   its place.
  * - Nothing deletes a value the waiter may still count on. Its attempts use values of their own
  *   (a rollback deletes only those); a handover value is deleted only by its holder's release, by
  *   the waiter's leave when it gives up (it counts nothing after that), and by `takeBack` once
@@ -42,11 +44,15 @@ const ABANDONED_KEPT = 8;
 
 /**
  * Whether an acquire asks to be handed the lock: a waiter for one resource (a release frees one
- * resource at a time), exclusive (readers enter together, and are told), and unfenced (a fenced
- * lock needs its fence round after the win anyway).
+ * resource at a time), exclusive (readers enter together, and are told), unfenced (a fenced lock
+ * needs its fence round after the win anyway), and whose ttl its place in line's lease covers.
+ * A release hands over for no longer than the waiter's lease, so that a waiter that died in line
+ * holds the lock no longer than its place; a longer ttl would need an extend round before the
+ * lock could be returned, which costs what the hand-over saves. Those waiters are woken and
+ * acquire, as before: hand-overs serve short locks, where the handoff time matters most.
  */
-export function handsOver(resources: readonly string[], policy: { shared?: boolean | undefined; fencing: boolean }): boolean {
-  return resources.length === 1 && !policy.shared && !policy.fencing;
+export function handsOver(resources: readonly string[], policy: { shared?: boolean | undefined; fencing: boolean }, ttl: number, leaseMs: number): boolean {
+  return resources.length === 1 && !policy.shared && !policy.fencing && ttl <= leaseMs;
 }
 
 /** One acquire call's handover value, and those it abandoned. */
