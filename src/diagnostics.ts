@@ -47,6 +47,8 @@ export interface AcquireEndMessage {
   outcome?: AttemptOutcome | 'aborted';
   /** The fencing token, when acquired with `{ fencing: true }`. */
   fence?: number | undefined;
+  /** true when a release handed the lock over, with no acquire round of its own (docs/handover.md). */
+  handedOver?: true;
 }
 
 /** 'quorumlock:vote': one member's answer in one round. A member event: it names no lock. */

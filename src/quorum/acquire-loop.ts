@@ -128,8 +128,8 @@ export async function acquireWithRetries(
   let wasInLine = false;
   const turns = new LineTurns(resources.length, waiter.leaseMs, settings.maxLockTtl);
 
-  /** Won, by attempt `attempt`'s round or by a hand-over after it. */
-  const won = (result: Extract<AttemptResult, { won: true }>, attempt: number): Won => {
+  /** Won, by attempt `attempt`'s round or by a hand-over after it (`handed`). */
+  const won = (result: Extract<AttemptResult, { won: true }>, attempt: number, handed = false): Won => {
     // The place in line is left with the release (the scripts kept it until now, and bound it to
     // this hold where they granted or handed it: _acquired.lua, _wake.lua), one round fewer per wait.
     if (debugging(logger)) logger.debug({ resources, attempt, elapsedMs: clock.now() - begin, remainingMs: result.deadline - clock.now() }, 'lock acquired');
@@ -141,6 +141,7 @@ export async function acquireWithRetries(
       elapsedMs: clock.now() - begin,
       attempts: attempt,
       fence: result.fence,
+      ...(handed ? { handedOver: true as const } : {}),
     }));
     return joined ? { ...result, inLineAs: waiter.id, abandoned: handover?.leftover(result.value) } : result;
   };
@@ -212,7 +213,7 @@ export async function acquireWithRetries(
       await wait;
       if (watch && handover) {
         const handed = handedOver(members, settings, ttl, round, watch, handover.value);
-        if (handed) return won(handed, attempt);
+        if (handed) return won(handed, attempt, true);
       }
       // A member may hold our handover value uncounted (a hand-over heard for another stamp or
       // from a member that does not count, too few of them, or one the attempt found): it is

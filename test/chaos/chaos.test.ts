@@ -7,7 +7,9 @@
  * The combined scenario (combined.ts) interleaves every fault kind under using() and fenced writes;
  * npm run chaos runs it for a minute.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
+import type { AcquireEndMessage } from '../../src/diagnostics.js';
 import { runCombined } from './combined.js';
 import { runScenario, type ScenarioResult } from './scenarios.js';
 
@@ -67,6 +69,26 @@ describe('chaos (short runs)', () => {
     expect(result.acquisitions).toBeGreaterThanOrEqual(3);
     expectExclusive(result);
   }, 30_000);
+
+  it.each(['kill-restart', 'minority-pause', 'minority-latency'] as const)(
+    '%s with hand-overs (fencing off, ttl within the lease): still one holder at a time, and locks were handed over',
+    async (name) => {
+      let handedOver = 0;
+      const count = (message: unknown) => {
+        if ((message as AcquireEndMessage).handedOver) handedOver++;
+      };
+      subscribe('quorumlock:acquire:end', count);
+      try {
+        const result = await runScenario(name, { seconds: 6, quarantine: true, fencing: false });
+        expect({ overlaps: result.overlapViolations, duringMajorityPause: result.windowViolations }).toEqual({ overlaps: 0, duringMajorityPause: 0 });
+        expect(result.acquisitions).toBeGreaterThanOrEqual(3);
+        expect(handedOver).toBeGreaterThanOrEqual(1);
+      } finally {
+        unsubscribe('quorumlock:acquire:end', count);
+      }
+    },
+    40_000,
+  );
 
   it('combined: kills with commands in flight, held links, a failover and failback, pauses at extensions; fenced writes stay in order', async () => {
     const result = await runCombined({ seconds: 10 });
