@@ -5,7 +5,7 @@
 import { acquireWithRetries, type Won } from './quorum/acquire-loop.js';
 import { traced, tracing } from './diagnostics.js';
 import { argumentError, LockAcquireError } from './errors.js';
-import { Lock, type LockContext } from './lock/lock.js';
+import { heldLockOf, Lock, type LockContext } from './lock/lock.js';
 import type { MemberClient } from './members/id.js';
 import { RedisMember } from './members/redis-member.js';
 import {
@@ -362,15 +362,6 @@ export class Redlock {
 
   /** The handle of a won acquire: `lockId` names it in events and logs. */
   #lock(lockId: string, resources: readonly string[], won: Won): Lock {
-    return new Lock(this.#context, {
-      id: lockId,
-      resources,
-      value: won.value,
-      deadline: won.deadline,
-      votes: won.round.votes,
-      fence: won.fence,
-      inLineAs: won.inLineAs,
-      abandoned: won.abandoned,
-    });
+    return new Lock(this.#context, heldLockOf(lockId, resources, won));
   }
 }

@@ -5,6 +5,7 @@
  * `release` or with `lost`, whichever comes first, so that a gauge fed by acquire:end, release and
  * lost stays right.
  */
+import type { Won } from '../quorum/acquire-loop.js';
 import { inspect } from 'node:util';
 import { clearBackgroundTimer, setBackgroundTimer, type BackgroundTimer } from '../clock/index.js';
 import { channels, publish, traced, tracing } from '../diagnostics.js';
@@ -47,6 +48,12 @@ export interface HeldLock {
    * own, so no expiry timer and no 'lost' event of its own (the outer lock has both).
    */
   borrowed?: boolean;
+}
+
+/** The HeldLock of a won acquire (Won: the acquire loop's result), named `id`. */
+export function heldLockOf(id: string, resources: readonly string[], won: Won): HeldLock {
+  const { value, deadline, fence, inLineAs, abandoned } = won;
+  return { id, resources, value, deadline, votes: won.round.votes, fence, inLineAs, abandoned };
 }
 
 /** What a Lock needs from its Redlock: the members and the settings. */

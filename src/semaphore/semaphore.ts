@@ -21,7 +21,7 @@
  */
 import { retryDelayMs, type Won } from '../quorum/acquire-loop.js';
 import { argumentError, LockAcquireError, type AttemptRecord } from '../errors.js';
-import type { LockContext } from '../lock/lock.js';
+import { heldLockOf, type LockContext } from '../lock/lock.js';
 import { keepExtended } from '../lock/keep-extended.js';
 import type { MemberClient } from '../members/id.js';
 import { checkAcquireOptions, checkExtendThreshold, checkMaxExtensions, checkOptionsObject, checkTtl } from '../options/check.js';
@@ -175,17 +175,7 @@ export class Semaphore {
       const resources = this.#resources[index]!;
       try {
         const won = await this.#host.acquire(lockId, resources, ttl, { ...base, waitTimeout: Math.min(base.waitTimeout, leftMs) });
-        const held = {
-          id: lockId,
-          resources,
-          value: won.value,
-          deadline: won.deadline,
-          votes: won.round.votes,
-          fence: won.fence,
-          inLineAs: won.inLineAs,
-          abandoned: won.abandoned,
-        };
-        return new Permit(context, held, this.name, index);
+        return new Permit(context, heldLockOf(lockId, resources, won), this.name, index);
       } catch (error) {
         if (!(error instanceof LockAcquireError)) throw error;
         const offset = attempts.length;

@@ -7,30 +7,23 @@
  */
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Redlock, type RedlockOptions } from '../../src/index.js';
 import { EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
-import { startTestMasters, type TestMasters } from './masters.js';
+import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
 import { eventually, fresh, scriptCalls } from './util.js';
 
 let servers: TestMasters;
-const opened: Redlock[] = [];
+const { client, quitAll } = redlocksOn(() => servers);
 const named: Redis[] = [];
 
 beforeAll(async () => {
   servers = await startTestMasters(5);
 });
 afterEach(async () => {
-  await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
+  await quitAll();
   for (const connection of named.splice(0)) connection.disconnect();
   await servers.heal();
 });
 afterAll(() => servers?.close());
-
-function client(options: RedlockOptions = {}, clients: Redis[] = servers.connect()): Redlock {
-  const redlock = new Redlock(clients, options);
-  opened.push(redlock);
-  return redlock;
-}
 
 /** Clients named `name` (their subscriber duplicates carry the name), slow to reconnect: 400 ms. */
 function clientsNamed(name: string): Redis[] {

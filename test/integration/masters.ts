@@ -1,6 +1,6 @@
 /** Masters plus one ioredis client per master, as a test uses them. */
 import Redis from 'ioredis';
-import { MAX_TTL_MS, Redlock } from '../../src/index.js';
+import { MAX_TTL_MS, Redlock, type RedlockOptions } from '../../src/index.js';
 import { startMasters, type Master, type StartOptions } from '../harness/index.js';
 
 export interface TestMasters {
@@ -68,6 +68,24 @@ export async function startTestMasters(count: number, options?: StartOptions): P
     async close() {
       for (const c of opened) c.disconnect();
       await set.stop();
+    },
+  };
+}
+
+/**
+ * The Redlocks a test file opens on its masters, each with its own connections (another process,
+ * in effect) unless given some; quitAll() after each test.
+ */
+export function redlocksOn(servers: () => TestMasters): { client(options?: RedlockOptions, clients?: Redis[]): Redlock; quitAll(): Promise<void> } {
+  const opened: Redlock[] = [];
+  return {
+    client(options = {}, clients = servers().connect()) {
+      const redlock = new Redlock(clients, options);
+      opened.push(redlock);
+      return redlock;
+    },
+    quitAll: async () => {
+      await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
     },
   };
 }

@@ -11,30 +11,23 @@
  */
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Redlock, type Lock, type RedlockOptions } from '../../src/index.js';
+import { Redlock, type Lock } from '../../src/index.js';
 import { contextOf } from '../../src/redlock.js';
 import { TcpProxy } from '../chaos/proxy.js';
-import { startTestMasters, type TestMasters } from './masters.js';
+import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
 import { errorOf, eventually, fresh, sleep, scriptCalls } from './util.js';
 
 let servers: TestMasters;
-const opened: Redlock[] = [];
+const { client, quitAll } = redlocksOn(() => servers);
 
 beforeAll(async () => {
   servers = await startTestMasters(5);
 });
 afterEach(async () => {
-  await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
+  await quitAll();
   await servers.heal();
 });
 afterAll(() => servers?.close());
-
-/** A client with its own connections, as another process would have. */
-function client(options: RedlockOptions = {}, clients: Redis[] = servers.connect()): Redlock {
-  const redlock = new Redlock(clients, options);
-  opened.push(redlock);
-  return redlock;
-}
 
 describe('a resource that never expires (defect 8)', () => {
   it("a key of the user's own of another type (a hash) is held by another owner: tryAcquire resolves null, not an outage", async () => {
@@ -217,7 +210,7 @@ describe("the waiters' subscriber, on a user client with enableOfflineQueue: fal
       expect(rejections.map(String)).toEqual([]);
     } finally {
       process.off('unhandledRejection', onRejection);
-      await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
+      await quitAll();
       for (const c of users) c.disconnect();
       await proxy.close();
     }

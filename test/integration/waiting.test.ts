@@ -3,29 +3,22 @@
  * timer), one waiter per release, with the timed retry as the fallback.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Redlock, type Lock, type RedlockOptions } from '../../src/index.js';
-import { startTestMasters, type TestMasters } from './masters.js';
+import { Redlock, type Lock } from '../../src/index.js';
+import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
 import { eventually, fresh, sleep, scriptCalls } from './util.js';
 import { resourceKeys } from '../../src/store/keys.js';
 
 let servers: TestMasters;
-const opened: Redlock[] = [];
+const { client, quitAll } = redlocksOn(() => servers);
 
 beforeAll(async () => {
   servers = await startTestMasters(5);
 });
 afterEach(async () => {
-  await Promise.all(opened.splice(0).map((redlock) => redlock.quit()));
+  await quitAll();
   await servers.resumeAll();
 });
 afterAll(() => servers?.close());
-
-/** A client with its own connections, as another process would have. */
-function client(options: RedlockOptions = {}): Redlock {
-  const redlock = new Redlock(servers.connect(), options);
-  opened.push(redlock);
-  return redlock;
-}
 
 describe('waiting in line', () => {
   it('hands the lock to waiters in the order they arrived, and a returning holder goes to the back', async () => {
