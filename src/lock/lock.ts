@@ -5,10 +5,10 @@
  * `release` or with `lost`, whichever comes first, so that a gauge fed by acquire:end, release and
  * lost stays right.
  */
-import type { Won } from '../quorum/acquire-loop.js';
 import { inspect } from 'node:util';
 import { clearBackgroundTimer, setBackgroundTimer, type BackgroundTimer } from '../clock/index.js';
 import { channels, publish, traced, tracing } from '../diagnostics.js';
+import type { Won } from '../quorum/acquire-loop.js';
 import { LockExtendError, LockLostError } from '../errors.js';
 import type { Member } from '../members/member.js';
 import { checkTtl } from '../options/check.js';
@@ -42,7 +42,6 @@ export interface HeldLock {
   inLineAs?: string | undefined;
   /** Handover values its acquire abandoned (Won.abandoned): its release takes them back. */
   abandoned?: string | undefined;
-
   /**
    * A handle on a lock held elsewhere (a nested handle, lock/reentrancy.ts): no validity of its
    * own, so no expiry timer and no 'lost' event of its own (the outer lock has both).

@@ -9,10 +9,9 @@ import type { AttemptOutcome } from '../errors.js';
 import type { AcquireRequest, Member } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { fenceToken, type Fence, type FenceReading } from './fence.js';
-import { memberStamp } from './handover.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
-import { sharedName, type HandoverRequest, type Waiter } from '../store/protocol.js';
+import { memberStamp, sharedName, type HandoverRequest, type Waiter } from '../store/protocol.js';
 import { quorumOf } from './tally.js';
 import { isLocked, type Answered, type LockAnswer, type MemberVote } from './votes.js';
 

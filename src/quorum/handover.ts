@@ -96,10 +96,3 @@ export class Handover {
 
 /** The stamp of attempt `attempt`'s request: what a hand-over by it names (protocol.ts, readWaiterMessage). */
 export const stampOf = (attempt: number): string => attempt.toString(36);
-
-/**
- * The stamp as sent to the member at `memberIndex`: a hand-over names the member that made it.
- * Pub/sub ignores the database, so two members that are databases of one server hear each
- * other's messages; each counts only a message naming itself.
- */
-export const memberStamp = (stamp: string, memberIndex: number): string => `${stamp}.${memberIndex.toString(36)}`;

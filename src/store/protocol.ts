@@ -95,6 +95,13 @@ export function readWaiterMessage(message: string): { waiterId: string; handedBy
   return space === -1 ? { waiterId: message } : { waiterId: message.slice(0, space), handedBy: message.slice(space + 1) };
 }
 
+/**
+ * A request's stamp as sent to the member at `memberIndex`: a hand-over names the member that
+ * made it. Pub/sub ignores the database, so two members that are databases of one server hear
+ * each other's messages; each counts only a message naming itself (quorum/handover.ts).
+ */
+export const memberStamp = (stamp: string, memberIndex: number): string => `${stamp}.${memberIndex.toString(36)}`;
+
 /** The message of a hand-over (readWaiterMessage), for simulators and tests. */
 export const handoverMessage = (waiterId: string, stamp: string): string => `${waiterId} ${stamp}`;
 

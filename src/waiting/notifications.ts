@@ -26,8 +26,7 @@ import type { RedisMember } from '../members/redis-member.js';
 import type { Logger } from '../options/settings.js';
 import { quorumOf } from '../quorum/tally.js';
 import { listenerChannel } from '../store/keys.js';
-import { readWaiterMessage } from '../store/protocol.js';
-import { memberStamp } from '../quorum/handover.js';
+import { memberStamp, readWaiterMessage } from '../store/protocol.js';
 import { newListener, newWaiterId } from './line.js';
 
 /**

@@ -9,7 +9,8 @@ import type { MemberVote } from '../../src/quorum/votes.js';
 import { LineTurns } from '../../src/waiting/line.js';
 import { Watch } from '../../src/waiting/notifications.js';
 import { ManualClock } from '../../src/clock/index.js';
-import { Handover, handsOver, memberStamp, stampOf } from '../../src/quorum/handover.js';
+import { Handover, handsOver, stampOf } from '../../src/quorum/handover.js';
+import { memberStamp } from '../../src/store/protocol.js';
 
 const taken = (heldForMs: number | undefined, place: number | undefined = 0): MemberVote => {
   const vote: MemberVote = { member: 'm', vote: 'taken', ms: 1 };
