@@ -31,7 +31,7 @@ local WAITER_CHANNEL = 'quorumlock:waiter:'
 -- Tells `waiter` that it is first in line for `lock`: on its listener's channel (the id up to its
 -- last '.', without SHARED_MARK: keys.ts, waiterChannel), the message its id, or with `stamp`
 -- "<id> <stamp>": the lock was handed to it, by its handover request of that stamp (_wake.lua;
--- protocol.ts, handoverMessage). A waiter of a quorumlock before per-Redlock channels (0.1.0: its
+-- protocol.ts, readWaiterMessage). A waiter of a quorumlock before per-Redlock channels (0.1.0: its
 -- id is `<process>.<n>`, one '.') listens on a channel of its own, for the lock key: it is told
 -- so, and a rolling upgrade still wakes it (it never asks for a handover).
 local function notify(waiter, lock, stamp)

@@ -34,7 +34,7 @@ local function pruneLine(i, n)
 end
 
 -- Whether the lock key of resource i holds one of `values` (handover values, space-separated,
--- of a waiter that no longer counts on them: protocol.ts, takeBack): then it is deleted here.
+-- of a waiter that no longer counts on them: protocol.ts, HandoverRequest.abandoned): then it is deleted here.
 -- Those values were only ever set by a release handing the lock over (_wake.lua) and are
 -- counted by nobody, so deleting them takes nothing from anyone.
 local function takeBack(i, values)

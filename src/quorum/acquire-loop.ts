@@ -185,6 +185,8 @@ export async function acquireWithRetries(
       );
       if (result.won) return won(result, attempt);
       const { round, outcome, validityMs } = result;
+      // Our own handover value on a member: a release handed it over before this attempt ran there.
+      const foundOwn = round.votes.some((vote) => vote.handedOver);
       attempts.push({ attempt, outcome, startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
       if (debugging(logger)) logger.debug({ resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
       rollback = result.rollback;
@@ -201,10 +203,9 @@ export async function acquireWithRetries(
       } else {
         // A release may come at any moment: wait out the delay or what is left of the budget,
         // whichever ends first (the loop's head then sees the budget gone).
-        // Our own handover value blocks a member (a hand-over this attempt found): it is taken back
-        // by the next attempt, which goes at once.
-        const ownBlocks = round.votes.some((vote) => vote.handedOver);
-        const delay = ownBlocks ? 0 : Math.min(nextTryMs(round.votes, retryDelayMs(policy)), budgetEnd - clock.now(), turns.msUntilChange(clock.now()));
+        // Our own handover value blocks a member (foundOwn): it is taken back by the next attempt,
+        // which goes at once.
+        const delay = foundOwn ? 0 : Math.min(nextTryMs(round.votes, retryDelayMs(policy)), budgetEnd - clock.now(), turns.msUntilChange(clock.now()));
         // A hand-over majority still on its way is waited for up to nodeTimeout (Watch.notified).
         wait = watch.wait(delay, clock, policy.signal, settings.nodeTimeout);
       }
@@ -218,7 +219,7 @@ export async function acquireWithRetries(
       // A member may hold our handover value uncounted (a hand-over heard for another stamp or
       // from a member that does not count, too few of them, or one the attempt found): it is
       // abandoned now, between attempts, and taken back by the next one (quorum/handover.ts).
-      if (watch?.takeStray() || watch?.handedBy.size || round.votes.some((vote) => vote.handedOver)) handover?.abandon();
+      if (watch?.takeStray() || watch?.handedBy.size || foundOwn) handover?.abandon();
     }
     await rollback;
     const error = new LockAcquireError(resources, attempts, clock.now() - begin, stoppedBecause);
@@ -227,7 +228,7 @@ export async function acquireWithRetries(
   } catch (error) {
     // Rejecting (retries or budget used up, aborted): nothing this call set may be left behind.
     await rollback;
-    if (joined) leaveLine(members, resources, waiter, handover?.leftover(''));
+    if (joined) leaveLine(members, resources, waiter, handover?.leftover());
     publish(channels.acquireEnd, () => ({
       lockId,
       resources,

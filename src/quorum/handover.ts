@@ -85,10 +85,11 @@ export class Handover {
   }
 
   /**
-   * What the holder's release takes back: every value abandoned, and the current one too unless
-   * it is the lock's own value (won by a hand-over): a member may have handed it over late.
+   * What the holder's release (or, without `lockValue`, the leave of a waiter that gives up) takes
+   * back: every value abandoned, and the current one too unless it is the lock's own value (won by
+   * a hand-over): a member may have handed it over late.
    */
-  leftover(lockValue: string): string | undefined {
+  leftover(lockValue?: string): string | undefined {
     if (!this.#requested) return undefined;
     return (lockValue === this.#value ? this.#abandoned : [...this.#abandoned, this.#value]).join(' ');
   }

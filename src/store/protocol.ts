@@ -102,9 +102,6 @@ export function readWaiterMessage(message: string): { waiterId: string; handedBy
  */
 export const memberStamp = (stamp: string, memberIndex: number): string => `${stamp}.${memberIndex.toString(36)}`;
 
-/** The message of a hand-over (readWaiterMessage), for simulators and tests. */
-export const handoverMessage = (waiterId: string, stamp: string): string => `${waiterId} ${stamp}`;
-
 /** quarantinedForMs of a member that must not count at all while its condition lasts. */
 export const NOT_COUNTING = Number.MAX_SAFE_INTEGER;
 
@@ -162,10 +159,12 @@ export const acquireReply = {
   locked: (quarantineLeftMs: number, epoch: string, fence: { highest: number; trusted: boolean } = { highest: 0, trusted: false }) =>
     [quarantineLeftMs > 0 ? ACQUIRE.quarantined : ACQUIRE.locked, quarantineLeftMs, fence.highest, fence.trusted ? 1 : 0, epoch] as const,
   notMaster: () => [ACQUIRE.notMaster] as const,
-  refused: (why: Refusal['why'], heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1, holdsOwn = false, handedOver = false) =>
-    handedOver
-      ? ([why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs, holdsOwn ? 1 : 0, 1] as const)
-      : ([why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs, holdsOwn ? 1 : 0] as const),
+  refused: (why: Refusal['why'], heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1, holdsOwn = false, handedOver = false) => {
+    const reply: (number | string)[] = [why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs, holdsOwn ? 1 : 0];
+    // The script adds `handed` only when it is 1 (acquire.lua).
+    if (handedOver) reply.push(1);
+    return reply;
+  },
 };
 
 /**

@@ -51,6 +51,13 @@ describe('script protocol', () => {
     // -2: held without an expiry (a user's key): no expiry to wait for.
     expect(decodeAcquire([...acquireReply.refused('taken', -2)], '', false)).toEqual({ why: 'taken', heldForMs: undefined, place: undefined });
     expect(decodeAcquire([...acquireReply.refused('queued', -1, 0)], '', false)).toEqual({ why: 'queued', heldForMs: undefined, place: 0 });
+    // The script's 7th element: the key holds the caller's handover value.
+    expect(decodeAcquire([...acquireReply.refused('taken', 900, 0, '', -1, false, true)], '', false)).toEqual({
+      why: 'taken',
+      heldForMs: 900,
+      place: 0,
+      handedOver: true,
+    });
   });
 
   it('extend replies: every code decodes, an unknown one throws rather than reading as a yes', () => {
