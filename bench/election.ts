@@ -9,7 +9,7 @@
  * The bound to compare with: the dead leader's lock keys expire on the members about
  * `validity left at the kill + drift` later (validity = ttl − drift − time since its last
  * extension). An expiry publishes nothing, but the first waiter in line comes back when the
- * holder's keys expire on a quorum (the PTTLs its last attempt read: acquire-loop.ts nextTryMs),
+ * holder's keys expire on a quorum (the PTTLs its last attempt read: quorum/wait.ts nextTryMs),
  * and others at their next retry, retryDelay ± retryJitter (200 ± 100 ms) later at most; then one
  * round. So failover ≤ validity left + drift + retryDelay + retryJitter + a round (about
  * validity left + drift + a round for the first in line), and never less than the validity left

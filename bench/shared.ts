@@ -15,9 +15,9 @@ import Redis from 'ioredis';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
 import { Redlock } from '../src/index.js';
-import { acquireLua, acquireSharedLua, releaseLua } from '../src/lua/sources.js';
+import { acquireLua, acquireSharedLua, epochLua, releaseLua } from '../src/lua/sources.js';
 import { EPOCH_KEY, KEYS_PER_RESOURCE, resourceKeys } from '../src/store/keys.js';
-import { acquireArgs, sharedName, type AcquireRequest } from '../src/store/protocol.js';
+import { acquireArgs, decodeEpoch, sharedName, type AcquireRequest } from '../src/store/protocol.js';
 import { median, now, quantile } from './lib.js';
 
 const { values } = parseArgs({
@@ -83,10 +83,12 @@ const request = (value: string, waiter: string): AcquireRequest => ({
   quarantineMs: 60_000,
   fencing: false,
 });
-// The settled epoch (the hot path: a bare 1 reply, no TIME): learned from one call.
-const epochKeys = keysFor('after', 'cs:epoch');
-const first = (await server.evalsha(shas.after, epochKeys.length, ...epochKeys, ...acquireArgs(request('v', 'w'), ''))) as unknown[];
-const settled = String(first[4]);
+// The member's epoch (trusted, so settled: the hot path, a bare 1 reply, no TIME). Today's
+// scripts are bound to it (src/lua/_bound.lua: its id first in ARGV); `before`'s take it as
+// `settled` only. Read again after each batch's FLUSHALL.
+const readEpoch = async () => decodeEpoch(await server.eval(epochLua, 1, EPOCH_KEY)).id;
+let settled = await readEpoch();
+const boundTo = (name: keyof typeof scripts): string[] => (name === 'before' ? [] : [settled]);
 
 let batch = 0;
 async function usecPerCall(name: keyof typeof scripts): Promise<number> {
@@ -102,6 +104,7 @@ async function usecPerCall(name: keyof typeof scripts): Promise<number> {
         shas[name],
         keys.length,
         ...keys,
+        ...boundTo(name),
         ...acquireArgs(request(shared ? sharedName(`v${i}`) : `v${i}`, shared ? sharedName(`w${i}`) : `w${i}`), settled),
       );
     }
@@ -112,6 +115,7 @@ async function usecPerCall(name: keyof typeof scripts): Promise<number> {
   if (!match || Number(match[1]) !== calls) throw new Error(`unexpected commandstats: ${match?.[0]}`);
   await server.flushall(); // the next batch starts on an empty keyspace again (the epoch is re-read: trust it again)
   await new Redlock([server]).trustMembers();
+  settled = await readEpoch();
   return Number(match[3]);
 }
 /** The exclusive release script's server time: each call finds its key (set by a plain SET) and deletes it. */
@@ -122,10 +126,10 @@ async function usecPerRelease(name: keyof typeof releases): Promise<number> {
     const pipeline = server.pipeline();
     for (let i = done; i < Math.min(calls, done + 1000); i++) {
       const resource = `cr:${tag}:${i}`;
-      // Before, release took the resource keys alone; now the epoch key too (a release may hand the lock over).
+      // Before, release took the resource keys alone; now the epoch key too, and the epoch id (bound).
       const keys = name === 'before' ? keysFor(name, resource).slice(0, -1) : keysFor(name, resource);
       pipeline.set(resource, `v${i}`, 'PX', 10_000);
-      pipeline.evalsha(releaseShas[name], keys.length, ...keys, `v${i}`);
+      pipeline.evalsha(releaseShas[name], keys.length, ...keys, ...boundTo(name), `v${i}`);
     }
     await pipeline.exec();
   }

@@ -23,7 +23,15 @@
  */
 import { channel, subscribe, tracingChannel, unsubscribe, type Channel, type ChannelListener, type TracingChannel } from 'node:diagnostics_channel';
 import type { AttemptOutcome, ExtendFailure, LossCause } from './errors.js';
-import type { MemberVote } from './quorum/votes.js';
+import type { MemberVote } from './errors.js';
+
+/** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
+export interface Logger {
+  debug(object: object, message: string): void;
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+  error(object: object, message: string): void;
+}
 
 /** 'quorumlock:acquire:start': acquire(), tryAcquire() or using() starts. */
 export interface AcquireStartMessage {
@@ -53,7 +61,7 @@ export interface AcquireEndMessage {
 
 /** 'quorumlock:vote': one member's answer in one round. A member event: it names no lock. */
 export type VoteMessage = MemberVote<string> & {
-  operation: 'acquire' | 'extend' | 'release' | 'fence';
+  operation: 'acquire' | 'extend' | 'release' | 'fence' | 'trust' | 'restore' | 'read' | 'announce';
 };
 
 /** 'quorumlock:extend': an extend() round ended (not published for one refused before any round: released, expired, lost before). */

@@ -1,104 +1,302 @@
 /**
- * Errors that carry what happened (per-member votes, timings), not only a sentence, and a stable
- * `code` (see errorCodes). Bad arguments are plain TypeError / RangeError with `parameter` and
- * `code` fields (see argumentError).
+ * Every error quorumlock throws, in one module that every layer may import: it imports nothing.
  *
- * `instanceof` holds across copies of this module (the ESM and the CJS build loaded side by side,
- * or two installed versions): each class brands its instances with a `Symbol.for()` key, which is
- * the same in every copy, and its `Symbol.hasInstance` looks for that brand, as undici does.
+ * - One base class, QuorumlockError, and on every error a stable `code`, one of `codes`: match on
+ *   the code or the class, not on messages, which may be reworded.
+ * - Errors carry what happened (per-member votes, timings, readings), not only a sentence. The
+ *   records they carry are defined here too (votes, attempts, readings), so that this module needs
+ *   no other: store/, quorum/, election/ and semaphore/ take those types from here.
+ * - `instanceof` holds across copies of this module (the ESM and the CJS build loaded side by side,
+ *   the quorumlock/testing bundle, two installed versions), as undici does it: each class has a
+ *   brand, `Symbol.for('quorumlock.error.<Name>')` (the base class: `Symbol.for('quorumlock.error')`),
+ *   the same symbol in every copy, on its prototype; its static `Symbol.hasInstance` looks for it.
+ * - Bad arguments are TypeError / RangeError as ever (ArgumentTypeError, ArgumentRangeError,
+ *   UnknownOptionError, with `parameter`): they carry the base brand, so they are
+ *   `instanceof QuorumlockError` too.
  */
-import { describeVotes, type MemberVote } from './quorum/votes.js';
 
 /**
- * Every `code` quorumlock puts on the errors it throws. The codes are stable: match on them (or on
- * the classes) rather than on messages, which may be reworded.
+ * Every `code` quorumlock puts on the errors it throws, each under its own name. The codes are
+ * stable: match on them (or on the classes) rather than on messages, which may be reworded.
  */
-export const errorCodes = {
+export const codes = {
   /** LockAcquireError: acquire() or using() could not lock the resources (retries or wait budget exhausted). */
   QUORUMLOCK_ERR_ACQUIRE: 'QUORUMLOCK_ERR_ACQUIRE',
   /** LockExtendError: extend() did not renew the lock (its `reason` says whether the lock is still held). */
   QUORUMLOCK_ERR_EXTEND: 'QUORUMLOCK_ERR_EXTEND',
   /** LockLostError: the lock is no longer guaranteed (the reason of lock.signal and of using()'s signal). */
   QUORUMLOCK_ERR_LOCK_LOST: 'QUORUMLOCK_ERR_LOCK_LOST',
-  /** TypeError (an ArgumentError): an argument or option has the wrong type; `parameter` names it. */
+  /** ArgumentTypeError, a TypeError: an argument or option has the wrong type; `parameter` names it. */
   QUORUMLOCK_ERR_INVALID_ARG_TYPE: 'QUORUMLOCK_ERR_INVALID_ARG_TYPE',
-  /** RangeError (an ArgumentError): an argument or option has the right type but a value out of range; `parameter` names it. */
+  /** ArgumentRangeError, a RangeError: an argument or option has the right type but a value out of range; `parameter` names it. */
   QUORUMLOCK_ERR_OUT_OF_RANGE: 'QUORUMLOCK_ERR_OUT_OF_RANGE',
   /**
-   * TypeError (an ArgumentError): an options object has a name the call does not take (a typo, or
-   * another client's option, such as node-redlock's automaticExtensionThreshold); `parameter` names
-   * it, and the message says what to use instead.
+   * UnknownOptionError, a TypeError: an options object has a name the call does not take (a typo,
+   * or another client's option, such as node-redlock's automaticExtensionThreshold); `parameter`
+   * names it, and the message says what to use instead.
    */
   QUORUMLOCK_ERR_UNKNOWN_OPTION: 'QUORUMLOCK_ERR_UNKNOWN_OPTION',
   /**
-   * Error: a `{ reentrant: true }` acquire could not nest: deeper than the Redlock's maxReentrancy,
-   * reentrancy is off (maxReentrancy 0), or the outer lock is no longer held. `resources` and
-   * `depth` say which and how deep.
+   * ReentrancyError: a `{ reentrant: true }` acquire could not nest: deeper than the Redlock's
+   * maxReentrancy, reentrancy is off (maxReentrancy 0), the outer lock is no longer held, or it
+   * would upgrade a shared lock, or asks for a fencing token inside an unfenced lock. `resources`
+   * and `depth` say which and how deep.
    */
   QUORUMLOCK_ERR_REENTRANCY: 'QUORUMLOCK_ERR_REENTRANCY',
-  /** Error: `quorumlock/testing`'s resetMembers() refused to run (NODE_ENV=production, or no test runner detected). */
+  /** TestingOnlyError: `quorumlock/testing`'s resetMembers() refused to run (NODE_ENV=production, or no test runner detected). */
   QUORUMLOCK_ERR_TESTING_ONLY: 'QUORUMLOCK_ERR_TESTING_ONLY',
-  /** Error: a member answered one of our scripts with a reply the protocol does not know (store/protocol.ts); never read as a yes. */
+  /** ProtocolError: a member answered one of our scripts with a reply the protocol does not know (store/protocol.ts); never read as a yes. */
   QUORUMLOCK_ERR_PROTOCOL: 'QUORUMLOCK_ERR_PROTOCOL',
+  /** SemaphoreUnavailableError: semaphore.holders() had answers from fewer than a quorum of members. */
+  QUORUMLOCK_ERR_SEMAPHORE_UNAVAILABLE: 'QUORUMLOCK_ERR_SEMAPHORE_UNAVAILABLE',
+  /** LeadershipLostError: the reason of leadership.signal; `why` says how the leadership ended. */
+  QUORUMLOCK_ERR_LEADERSHIP_LOST: 'QUORUMLOCK_ERR_LEADERSHIP_LOST',
+  /** LeaderUnknownError: election.leader() could not tell who leads (too few answers, absences inside a restart quarantine counting as none; or no quorum agrees yet). */
+  QUORUMLOCK_ERR_LEADER_UNKNOWN: 'QUORUMLOCK_ERR_LEADER_UNKNOWN',
+  /** ResetMembersError: `quorumlock/testing`'s resetMembers() could not use a member (closed, ended before it was ready, a Cluster with no master). */
+  QUORUMLOCK_ERR_RESET_MEMBERS: 'QUORUMLOCK_ERR_RESET_MEMBERS',
+  /**
+   * EpochChangedError (a vote's error): a member refused a write because its epoch is not the one
+   * this client last read there (it restarted, failed over or was flushed since, or evicted a key):
+   * the call wrote nothing. `member`, `expected` and `found` name the epochs; the next call binds to `found`.
+   */
+  QUORUMLOCK_ERR_EPOCH_CHANGED: 'QUORUMLOCK_ERR_EPOCH_CHANGED',
+  /** NotMasterError (a vote's error): a member refused a write because its server is not a plain master (a replica): it never counts. */
+  QUORUMLOCK_ERR_NOT_MASTER: 'QUORUMLOCK_ERR_NOT_MASTER',
+  /** EpochTooNewError: an operator's call (trust, restore-fencing) met an epoch that began after the call did: that member is not trusted. */
+  QUORUMLOCK_ERR_EPOCH_TOO_NEW: 'QUORUMLOCK_ERR_EPOCH_TOO_NEW',
 } as const;
 
-/** One of errorCodes. */
-export type ErrorCode = (typeof errorCodes)[keyof typeof errorCodes];
+/** `codes`, by its first name (the same object). */
+export const errorCodes = codes;
 
-/** A TypeError or RangeError that also names the offending parameter in `parameter`. */
-export type ArgumentError = (TypeError | RangeError) & {
-  parameter: string;
-  code: typeof errorCodes.QUORUMLOCK_ERR_INVALID_ARG_TYPE | typeof errorCodes.QUORUMLOCK_ERR_OUT_OF_RANGE | typeof errorCodes.QUORUMLOCK_ERR_UNKNOWN_OPTION;
-};
+/** One of `codes`. */
+export type ErrorCode = (typeof codes)[keyof typeof codes];
 
-/**
- * The error for a bad argument: a TypeError (wrong type, code QUORUMLOCK_ERR_INVALID_ARG_TYPE) or
- * a RangeError (out of range, code QUORUMLOCK_ERR_OUT_OF_RANGE), with the message
- * `quorumlock: <parameter> <message>`.
- */
-export function argumentError(Kind: typeof TypeError | typeof RangeError, parameter: string, message: string): ArgumentError {
-  const code = Kind === RangeError ? errorCodes.QUORUMLOCK_ERR_OUT_OF_RANGE : errorCodes.QUORUMLOCK_ERR_INVALID_ARG_TYPE;
-  return Object.assign(new Kind(`quorumlock: ${parameter} ${message}`), { parameter, code });
-}
-
-/**
- * The error for an option name the call does not take: a TypeError with code
- * QUORUMLOCK_ERR_UNKNOWN_OPTION, `parameter` the name, and the message `quorumlock: <name> <message>`.
- */
-export function unknownOptionError(name: string, message: string): ArgumentError {
-  return Object.assign(new TypeError(`quorumlock: ${name} ${message}`), { parameter: name, code: errorCodes.QUORUMLOCK_ERR_UNKNOWN_OPTION });
-}
-
-/** A member's reply that store/protocol.ts cannot decode: the vote becomes 'error', never a yes. */
-export function protocolError(message: string): Error & { code: 'QUORUMLOCK_ERR_PROTOCOL' } {
-  return Object.assign(new Error(`quorumlock: ${message}`), { code: errorCodes.QUORUMLOCK_ERR_PROTOCOL });
-}
-
-const brands = {
-  LockAcquireError: Symbol.for('quorumlock.error.LockAcquireError'),
-  LockExtendError: Symbol.for('quorumlock.error.LockExtendError'),
-  LockLostError: Symbol.for('quorumlock.error.LockLostError'),
+/** The election codes, as quorumlock 0.1 exported them (the same values as in `codes`). */
+export const electionErrorCodes = {
+  QUORUMLOCK_ERR_LEADERSHIP_LOST: codes.QUORUMLOCK_ERR_LEADERSHIP_LOST,
+  QUORUMLOCK_ERR_LEADER_UNKNOWN: codes.QUORUMLOCK_ERR_LEADER_UNKNOWN,
 } as const;
 
-/** Marks `error` as an instance of the class of `brand`, in every copy of this module (not enumerable: not in JSON or inspect). */
-function brand(error: Error, key: symbol): void {
-  Object.defineProperty(error, key, { value: true, configurable: true });
-}
+// --- Brands: `instanceof` across copies of this module -------------------------------------------
 
-type ErrorClass = abstract new (...args: never[]) => Error;
+const BASE_BRAND = Symbol.for('quorumlock.error');
+/** The brand each class of ours looks for; a user's subclass of one has none (see isInstance). */
+const brandOf = new WeakMap<object, symbol>();
 const ordinaryHasInstance = Function.prototype[Symbol.hasInstance];
 
 /**
- * `value instanceof Class`, where Class is `Base` (a branded class of ours) or a subclass of it that
- * inherits this check. `Base` itself accepts any value with its brand (an instance of Base or of a
- * subclass, from any copy of this module) and, failing that, what its prototype chain says. A
- * subclass has no brand of its own, so for it only the prototype chain counts: an instance of
- * Base is no instance of a subclass.
+ * Brands `Class` (in its static block): its prototype gets the base brand and, with a `name`,
+ * `Symbol.for('quorumlock.error.<name>')` (not enumerable: not in JSON or inspect), so every
+ * instance of it or of a subclass carries them, whichever copy of this module made it.
  */
-function isInstance(Class: ErrorClass, Base: ErrorClass, key: symbol, value: unknown): boolean {
-  if (Class === Base && typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[key] === true) return true;
+function brand(Class: abstract new (...args: never[]) => Error, name?: string): void {
+  const key = name === undefined ? BASE_BRAND : Symbol.for(`quorumlock.error.${name}`);
+  Object.defineProperty(Class.prototype, BASE_BRAND, { value: true });
+  if (key !== BASE_BRAND) Object.defineProperty(Class.prototype, key, { value: true });
+  brandOf.set(Class, key);
+}
+
+/**
+ * `value instanceof Class`. For a class of ours: any object with its brand (made by any copy of
+ * this module) and, failing that, what the prototype chain says. For a user's subclass of one of
+ * ours, which inherits this check but has no brand: the prototype chain alone, so an instance of
+ * our class is no instance of theirs.
+ */
+function isInstance(Class: object, value: unknown): boolean {
+  const key = brandOf.get(Class);
+  if (key !== undefined && typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[key] === true) return true;
   return ordinaryHasInstance.call(Class, value);
 }
+
+/**
+ * The base class of every error quorumlock throws. `error instanceof QuorumlockError` holds for an
+ * error of any copy of quorumlock (its ESM or CJS build, another version), the argument errors
+ * included (they are TypeError / RangeError, and carry this class's brand); `code` says which.
+ */
+export abstract class QuorumlockError extends Error {
+  /** Which error this is: one of `codes`, stable across versions. */
+  abstract readonly code: ErrorCode;
+
+  static {
+    brand(this);
+  }
+
+  /** True for an error of this class (or a subclass) from any copy of quorumlock (ESM or CJS build, another version). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstance(this, value);
+  }
+}
+
+// --- What errors carry: a round's votes ------------------------------------------------------------
+// (quorum/votes.ts re-exports these for the algorithm.)
+
+/**
+ * Acquire and extend: 'locked' = every key now holds our value with the new TTL; 'taken' = held by
+ * another owner (for extend: no longer ours); 'queued' = free, but kept for a waiter that came first;
+ * 'quarantined' = set, but the member does not count: its data is younger than maxLockTtl
+ * (restarted, flushed or new) or it is not a master.
+ */
+export type LockAnswer = 'locked' | 'taken' | 'queued' | 'quarantined';
+/** Release: 'released' = our keys were deleted here; 'absent' = nothing of ours was left to delete. */
+export type ReleaseAnswer = 'released' | 'absent';
+/**
+ * No answer: 'timeout' = nothing within the per-member timeout; 'error' = the command failed;
+ * 'pending' = the round was already decided (quorum reached or out of reach) before this member
+ * answered, so it was not waited for.
+ */
+export type NoAnswer = 'timeout' | 'error' | 'pending';
+
+export interface MemberVote<Answer extends string = LockAnswer> {
+  /** The member, as host:port/db. */
+  member: string;
+  vote: Answer | NoAnswer;
+  /** Milliseconds from the start of the round to this answer (0 for 'pending' and 'timeout' at the deadline). */
+  ms: number;
+  error?: Error;
+  /** 'taken': how much longer the holder's key lives on this member (the longest, for several keys). */
+  heldForMs?: number;
+  /** 'taken' / 'queued': our 0-based place in this member's line of waiters. */
+  place?: number;
+  /** 'quarantined': how long until this member counts again (very large for a non-master). */
+  quarantinedForMs?: number;
+  /** 'quarantined' for good while it lasts: why this member does not count (not a master, may evict lock keys, the same server as another member). */
+  notCounting?: string;
+  /** 'taken' / 'queued': part of this attempt's own hold is on the member all the same (a re-sent call: Refusal.holdsOwn). */
+  holdsOwn?: true;
+  /** 'taken': the key there holds this waiter's handover value (Refusal.handedOver): it abandons that value. */
+  handedOver?: true;
+}
+
+const votePhrases: Record<string, string> = {
+  locked: 'locked',
+  taken: 'held by another owner',
+  queued: 'kept for an earlier waiter',
+  quarantined: 'quarantined',
+  released: 'released',
+  absent: 'not held',
+  timeout: 'timed out',
+  error: 'failed',
+  pending: 'not waited for',
+};
+
+/**
+ * "2/5 locked, 2 held by another owner, 1 failed (connect ECONNREFUSED)": what a round's votes
+ * add up to, in words. `yes` is the answer that counts toward quorum.
+ */
+export function describeVotes(votes: readonly MemberVote<string>[], yes: string = 'locked'): string {
+  const counts = new Map<string, number>();
+  const uncounted = votes.filter((vote) => vote.notCounting !== undefined && vote.vote !== 'quarantined');
+  for (const vote of votes) if (!uncounted.includes(vote)) counts.set(vote.vote, (counts.get(vote.vote) ?? 0) + 1);
+  const parts = [`${counts.get(yes) ?? 0}/${votes.length} ${votePhrases[yes] ?? yes}`];
+  for (const [vote, phrase] of Object.entries(votePhrases)) {
+    const count = counts.get(vote);
+    if (!count || vote === yes) continue;
+    const error = vote === 'error' ? votes.find((other) => other.error)?.error : undefined;
+    parts.push(`${count} ${phrase}${error ? ` (${error.message})` : ''}`);
+  }
+  if (uncounted.length > 0) parts.push(`${uncounted.length} not counting (${uncounted[0]!.notCounting})`);
+  return parts.join(', ');
+}
+
+// --- Bad arguments: refused before any I/O ----------------------------------------------------------
+
+/**
+ * An argument or option of the wrong type, e.g. a ttl given as a string: a TypeError (as before
+ * this class existed) with code QUORUMLOCK_ERR_INVALID_ARG_TYPE, `parameter` naming it, and the
+ * message `quorumlock: <parameter> <detail>`. `instanceof QuorumlockError` holds too.
+ */
+export class ArgumentTypeError extends TypeError {
+  readonly code = codes.QUORUMLOCK_ERR_INVALID_ARG_TYPE;
+
+  constructor(
+    /** The parameter or option, as the caller spelled it: 'ttl', 'members[2]', 'retryCount'. */
+    readonly parameter: string,
+    detail: string,
+  ) {
+    super(`quorumlock: ${parameter} ${detail}`);
+  }
+
+  static {
+    brand(this, 'ArgumentTypeError');
+  }
+
+  /** True for an ArgumentTypeError from any copy of quorumlock (ESM or CJS build, another version). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstance(this, value);
+  }
+}
+
+/**
+ * An argument or option of the right type but out of range, e.g. a driftFactor of 0.7: a
+ * RangeError (as before this class existed) with code QUORUMLOCK_ERR_OUT_OF_RANGE, `parameter`
+ * naming it, and the message `quorumlock: <parameter> <detail>`. `instanceof QuorumlockError` holds too.
+ */
+export class ArgumentRangeError extends RangeError {
+  readonly code = codes.QUORUMLOCK_ERR_OUT_OF_RANGE;
+
+  constructor(
+    /** The parameter or option, as the caller spelled it: 'ttl', 'members[2]', 'retryCount'. */
+    readonly parameter: string,
+    detail: string,
+  ) {
+    super(`quorumlock: ${parameter} ${detail}`);
+  }
+
+  static {
+    brand(this, 'ArgumentRangeError');
+  }
+
+  /** True for an ArgumentRangeError from any copy of quorumlock (ESM or CJS build, another version). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstance(this, value);
+  }
+}
+
+/**
+ * An option name the call does not take (a typo, or another client's setting): a TypeError (as
+ * before this class existed) with code QUORUMLOCK_ERR_UNKNOWN_OPTION, `parameter` the name, and the
+ * message `quorumlock: <name> <detail>`, which says what to use instead. `instanceof QuorumlockError` holds too.
+ */
+export class UnknownOptionError extends TypeError {
+  readonly code = codes.QUORUMLOCK_ERR_UNKNOWN_OPTION;
+
+  constructor(
+    /** The option name, as given. */
+    readonly parameter: string,
+    detail: string,
+  ) {
+    super(`quorumlock: ${parameter} ${detail}`);
+  }
+
+  static {
+    brand(this, 'UnknownOptionError');
+  }
+
+  /** True for an UnknownOptionError from any copy of quorumlock (ESM or CJS build, another version). */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstance(this, value);
+  }
+}
+
+/** A bad argument: a TypeError or RangeError that also names the offending parameter in `parameter`. */
+export type ArgumentError = ArgumentTypeError | ArgumentRangeError | UnknownOptionError;
+
+/**
+ * The error for a bad argument: an ArgumentTypeError (a TypeError: wrong type) or an
+ * ArgumentRangeError (a RangeError: out of range), with the message `quorumlock: <parameter> <message>`.
+ */
+export function argumentError(Kind: typeof TypeError | typeof RangeError, parameter: string, message: string): ArgumentError {
+  return Kind === RangeError ? new ArgumentRangeError(parameter, message) : new ArgumentTypeError(parameter, message);
+}
+
+/** The error for an option name the call does not take: an UnknownOptionError, the message `quorumlock: <name> <message>`. */
+export function unknownOptionError(name: string, message: string): UnknownOptionError {
+  return new UnknownOptionError(name, message);
+}
+
+// --- The lock's errors -------------------------------------------------------------------------------
 
 /**
  * How one attempt ended:
@@ -134,7 +332,7 @@ function resourceList(resources: readonly string[]): string {
  * out (tryAcquire: too few members answered). `outcome` says why the last attempt failed;
  * `attempts` holds every attempt's per-member votes. Nothing it set is left on any member.
  */
-export class LockAcquireError extends Error {
+export class LockAcquireError extends QuorumlockError {
   override readonly name = 'LockAcquireError';
   readonly code = errorCodes.QUORUMLOCK_ERR_ACQUIRE;
   /** The outcome of the last attempt. */
@@ -161,12 +359,10 @@ export class LockAcquireError extends Error {
     const count = `${attempts.length} attempt${attempts.length === 1 ? '' : 's'}`;
     super(`could not lock ${resourceList(resources)}: ${what}, after ${count} in ${Math.round(elapsedMs)} ms (${stoppedBecause})`);
     this.outcome = last?.outcome ?? 'unavailable';
-    brand(this, brands.LockAcquireError);
   }
 
-  /** True for a LockAcquireError from any copy of quorumlock (ESM or CJS build, another version). */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return isInstance(this, LockAcquireError, brands.LockAcquireError, value);
+  static {
+    brand(this, 'LockAcquireError');
   }
 }
 
@@ -221,7 +417,7 @@ const extendPhrases: Record<Exclude<ExtendFailure, 'lost'>, string> = {
  * remainingMs(); with 'lost', 'lapsed' or 'late' it is lost (lock.signal aborts), and another owner
  * may hold the resource.
  */
-export class LockExtendError extends Error {
+export class LockExtendError extends QuorumlockError {
   override readonly name = 'LockExtendError';
   readonly code = errorCodes.QUORUMLOCK_ERR_EXTEND;
 
@@ -244,12 +440,10 @@ export class LockExtendError extends Error {
         : extendPhrases[reason];
     const detail = votes.length > 0 ? `: ${describeVotes(votes)}` : '';
     super(`could not extend the lock on ${resourceList(resources)} (${reason}: ${why})${detail}`);
-    brand(this, brands.LockExtendError);
   }
 
-  /** True for a LockExtendError from any copy of quorumlock (ESM or CJS build, another version). */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return isInstance(this, LockExtendError, brands.LockExtendError, value);
+  static {
+    brand(this, 'LockExtendError');
   }
 }
 
@@ -257,7 +451,7 @@ export class LockExtendError extends Error {
  * The lock is no longer guaranteed: its validity ran out before an extension succeeded, or an
  * extension found it lost. It is the reason of `lock.signal` and of using()'s signal.
  */
-export class LockLostError extends Error {
+export class LockLostError extends QuorumlockError {
   override readonly name = 'LockLostError';
   readonly code = errorCodes.QUORUMLOCK_ERR_LOCK_LOST;
   /** Why, in detail (see LossCause): 'expired' for reason 'expired'; for 'extension failed', what the extension found. */
@@ -279,11 +473,295 @@ export class LockLostError extends Error {
     super(`lost the lock on ${resourceList(resources)}: ${detail}`, errorOptions);
     // 'taken' is the conservative guess for an extension failure whose cause does not say.
     this.lostBecause = given ?? fromCause ?? (reason === 'expired' ? 'expired' : 'taken');
-    brand(this, brands.LockLostError);
   }
 
-  /** True for a LockLostError from any copy of quorumlock (ESM or CJS build, another version). */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    return isInstance(this, LockLostError, brands.LockLostError, value);
+  static {
+    brand(this, 'LockLostError');
+  }
+}
+
+/**
+ * A `{ reentrant: true }` acquire that could not nest: deeper than the Redlock's maxReentrancy,
+ * reentrancy off (maxReentrancy 0), the lock the context holds no longer held, an exclusive
+ * acquire inside a shared lock (an upgrade), or a fenced acquire inside an unfenced lock (the
+ * nested handle would have no token). Nothing was sent to any member.
+ */
+export class ReentrancyError extends QuorumlockError {
+  override readonly name = 'ReentrancyError';
+  readonly code = codes.QUORUMLOCK_ERR_REENTRANCY;
+
+  constructor(
+    readonly resources: readonly string[],
+    /** How deep the refused handle would have nested: 1 for the first handle inside a using(). */
+    readonly depth: number,
+    message: string,
+  ) {
+    super(`quorumlock: ${message}`);
+  }
+
+  static {
+    brand(this, 'ReentrancyError');
+  }
+}
+
+/**
+ * A member answered one of our scripts with a reply the protocol does not know (store/protocol.ts),
+ * or an invariant of the wire layer failed: the member's vote is 'error' (this error), never a yes.
+ */
+export class ProtocolError extends QuorumlockError {
+  override readonly name = 'ProtocolError';
+  readonly code = codes.QUORUMLOCK_ERR_PROTOCOL;
+
+  constructor(message: string) {
+    super(`quorumlock: ${message}`);
+  }
+
+  static {
+    brand(this, 'ProtocolError');
+  }
+}
+
+/** A ProtocolError with the message `quorumlock: <message>`. */
+export function protocolError(message: string): ProtocolError {
+  return new ProtocolError(message);
+}
+
+// --- Epochs: a write bound to the epoch it was meant for (members/epochs.ts) -----------------------
+
+/** A member refused a write bound to an epoch it is no longer in: it wrote nothing (a vote's error). */
+export class EpochChangedError extends QuorumlockError {
+  override readonly name = 'EpochChangedError';
+  readonly code = codes.QUORUMLOCK_ERR_EPOCH_CHANGED;
+
+  constructor(
+    /** The member, as host:port/db. */
+    readonly member: string,
+    /** The epoch the call was bound to (undefined: none was known). */
+    readonly expected: string | undefined,
+    /** The epoch the member is in: the next call binds to it. */
+    readonly found: string,
+  ) {
+    super(`quorumlock: ${member} is in another epoch than the one this call was bound to (${expected ?? 'none'} -> ${found}): it wrote nothing`);
+  }
+
+  static {
+    brand(this, 'EpochChangedError');
+  }
+}
+
+/** A member refused a write: its server is not a plain master (src/lua/_bound.lua); it does not count (a vote's error). */
+export class NotMasterError extends QuorumlockError {
+  override readonly name = 'NotMasterError';
+  readonly code = codes.QUORUMLOCK_ERR_NOT_MASTER;
+
+  constructor(
+    /** The member, as host:port/db. */
+    readonly member: string,
+  ) {
+    super(`quorumlock: ${member} is not a plain master: it does not count`);
+  }
+
+  static {
+    brand(this, 'NotMasterError');
+  }
+}
+
+/** An operator's call (trust, restore-fencing) met an epoch that began after the call did: the member restarted or lost its data meanwhile, and is not trusted. */
+export class EpochTooNewError extends QuorumlockError {
+  override readonly name = 'EpochTooNewError';
+  readonly code = codes.QUORUMLOCK_ERR_EPOCH_TOO_NEW;
+
+  constructor(
+    /** The member, as host:port/db. */
+    readonly member: string,
+    /** The epoch read, which may be another server process's. */
+    readonly epoch: string,
+  ) {
+    super(
+      `quorumlock: ${member} was not connected when this call began, or reconnected during it: its epoch ${epoch} may be a restarted process's, so it was not trusted (look at the member again, then retry)`,
+    );
+  }
+
+  static {
+    brand(this, 'EpochTooNewError');
+  }
+}
+
+/** An EpochChangedError. */
+export function epochChangedError(member: string, expected: string | undefined, found: string): EpochChangedError {
+  return new EpochChangedError(member, expected, found);
+}
+
+/** A NotMasterError. */
+export function notMasterError(member: string): NotMasterError {
+  return new NotMasterError(member);
+}
+
+/** An EpochTooNewError. */
+export function epochTooNewError(member: string, epoch: string): EpochTooNewError {
+  return new EpochTooNewError(member, epoch);
+}
+
+// --- Semaphores --------------------------------------------------------------------------------------
+
+/** What one member said when asked which permits it holds: its answer or why there was none. */
+export interface PermitReading {
+  member: string;
+  /** Per permit, the key's PTTL there (-2 absent); undefined when the member did not answer or does not count. */
+  pttls: readonly number[] | undefined;
+  /** Per permit, how many wait in its line there (ZCARD of the line); with pttls. */
+  waiting?: readonly number[];
+  /** Why there is no reading: the member's error, 'timeout', or why it does not count. */
+  error?: string;
+}
+
+/**
+ * semaphore.holders() could not tell: too few members answered to say what a quorum holds. It
+ * carries what each member answered, like the lock's errors carry their votes.
+ */
+export class SemaphoreUnavailableError extends QuorumlockError {
+  override readonly name = 'SemaphoreUnavailableError';
+  readonly code = codes.QUORUMLOCK_ERR_SEMAPHORE_UNAVAILABLE;
+
+  constructor(
+    readonly semaphore: string,
+    readonly readings: readonly PermitReading[],
+    readonly quorum: number,
+  ) {
+    const answered = readings.filter((reading) => reading.pttls !== undefined).length;
+    const why = readings
+      .filter((reading) => reading.pttls === undefined)
+      .map((reading) => `${reading.member}: ${reading.error ?? 'no answer'}`)
+      .join('; ');
+    super(
+      `could not read the holders of semaphore ${JSON.stringify(semaphore)}: ${answered} of ${readings.length} members answered, ${quorum} needed (${why})`,
+    );
+  }
+
+  static {
+    brand(this, 'SemaphoreUnavailableError');
+  }
+}
+
+// --- Elections -----------------------------------------------------------------------------------------
+
+/**
+ * How a leadership ended:
+ *   'resigned' resign() was called;
+ *   'failing'  extensions kept failing (members unreachable or slow) and the validity fell to the
+ *              stop margin: the leader stops while its lock is still guaranteed, so it is never
+ *              still acting when a successor can be elected;
+ *   'lost'     the lock was lost (an extension found it gone or taken, or its validity ran out:
+ *              `cause` is the lock's LockLostError).
+ */
+export type LeadershipEnd = 'resigned' | 'failing' | 'lost';
+
+/** The reason of leadership.signal: the leadership ended; `why` says how. */
+export class LeadershipLostError extends QuorumlockError {
+  override readonly name = 'LeadershipLostError';
+  readonly code = codes.QUORUMLOCK_ERR_LEADERSHIP_LOST;
+  constructor(
+    readonly election: string,
+    readonly term: number,
+    readonly why: LeadershipEnd,
+    options?: { cause?: unknown },
+  ) {
+    super(`quorumlock: the leadership of "${election}" (term ${term}) ended: ${leadershipPhrases[why]}`, options);
+  }
+
+  static {
+    brand(this, 'LeadershipLostError');
+  }
+}
+
+const leadershipPhrases: Record<LeadershipEnd, string> = {
+  resigned: 'resigned',
+  failing: 'extensions kept failing, and the leader stopped before its validity ran out',
+  lost: 'its lock was lost',
+};
+
+/**
+ * What one member's election record says, as leader() reads it. The shape store/protocol.ts
+ * decodes (its LeaderReading), stated here because this module imports nothing; election.ts puts
+ * the decoded one in a LeaderVote, so the compiler keeps the two alike.
+ */
+export interface LeaderReading {
+  /** The leader its record names, if that record matches the lock. */
+  leader: { term: number; id: string } | undefined;
+  /** ms; -2 when the lock key is absent, -1 when it has no expiry (never set so by us). */
+  pttl: number;
+  /** The member's restart quarantine left, ms (0: past it, or off); very large when it is not a plain master. */
+  quarantinedForMs: number;
+}
+
+/** One member's answer to a leader() read, or why there is none. */
+export interface LeaderVote {
+  member: string;
+  reading?: LeaderReading;
+  /** Set when the member's answer cannot count: it failed, timed out, or the member does not count now. */
+  error?: string;
+}
+
+/** election.leader() could not tell who leads: too few members answered, or no quorum names one leader yet. */
+export class LeaderUnknownError extends QuorumlockError {
+  override readonly name = 'LeaderUnknownError';
+  readonly code = codes.QUORUMLOCK_ERR_LEADER_UNKNOWN;
+  constructor(
+    readonly election: string,
+    readonly votes: readonly LeaderVote[],
+    readonly why: 'unavailable' | 'undecided',
+  ) {
+    super(
+      `quorumlock: cannot tell who leads "${election}": ${
+        why === 'unavailable'
+          ? 'too few members answered (an absence inside a restart quarantine is no answer)'
+          : 'no quorum of members names one leader yet (an election or a handover is under way)'
+      } (${votes.map((vote) => `${vote.member}: ${vote.error ?? describeLeaderReading(vote.reading)}`).join(', ')})`,
+    );
+  }
+
+  static {
+    brand(this, 'LeaderUnknownError');
+  }
+}
+
+function describeLeaderReading(reading: LeaderReading | undefined): string {
+  if (reading?.leader) return `term ${reading.leader.term}`;
+  if (reading && reading.pttl !== -2) return 'held, no record';
+  return reading && reading.quarantinedForMs > 0 ? `absent, but restarted (quarantined ${reading.quarantinedForMs} ms more)` : 'vacant';
+}
+
+// --- quorumlock/testing --------------------------------------------------------------------------------
+
+/** resetMembers() refused to run: NODE_ENV=production, or no test runner detected (and no `outsideTests`). */
+export class TestingOnlyError extends QuorumlockError {
+  override readonly name = 'TestingOnlyError';
+  readonly code = codes.QUORUMLOCK_ERR_TESTING_ONLY;
+
+  constructor(message: string) {
+    super(message);
+  }
+
+  static {
+    brand(this, 'TestingOnlyError');
+  }
+}
+
+/** resetMembers() could not use a member: its client was closed, ended before it was ready, or is a Cluster with no master. */
+export class ResetMembersError extends QuorumlockError {
+  override readonly name = 'ResetMembersError';
+  readonly code = codes.QUORUMLOCK_ERR_RESET_MEMBERS;
+
+  constructor(
+    /** The member, as host:port/db. */
+    readonly member: string,
+    /** What is wrong with it; the message is `quorumlock/testing: <member> <detail>`. */
+    detail: string,
+  ) {
+    super(`quorumlock/testing: ${member} ${detail}`);
+  }
+
+  static {
+    brand(this, 'ResetMembersError');
   }
 }

@@ -2,27 +2,44 @@ export { Redlock, type MemberStatus } from './redlock.js';
 export type { Semaphore, PermitHolder } from './semaphore/semaphore.js';
 export type { Permit } from './semaphore/permit.js';
 export type { SemaphoreOptions } from './semaphore/check.js';
-export type { SemaphoreUnavailableError, PermitReading } from './semaphore/errors.js';
 export type { Lock, ReleaseResult } from './lock/lock.js';
 export type { MemberClient } from './members/id.js';
 export {
+  codes,
   errorCodes,
+  electionErrorCodes,
+  QuorumlockError,
   LockAcquireError,
   LockExtendError,
   LockLostError,
+  ArgumentTypeError,
+  ArgumentRangeError,
+  UnknownOptionError,
+  ReentrancyError,
+  ProtocolError,
+  SemaphoreUnavailableError,
+  LeadershipLostError,
+  LeaderUnknownError,
+  EpochChangedError,
+  NotMasterError,
+  EpochTooNewError,
+  TestingOnlyError,
+  ResetMembersError,
   type ArgumentError,
   type ErrorCode,
   type AttemptOutcome,
   type AttemptRecord,
   type ExtendFailure,
   type LossCause,
+  type PermitReading,
+  type LeadershipEnd,
+  type LeaderVote,
 } from './errors.js';
 export { minTtl } from './options/check.js';
-export { defaults, MAX_TTL_MS, type AcquireOptions, type UsingOptions, type Settings, type Logger, type RedlockOptions } from './options/settings.js';
+export { defaults, MAX_TTL_MS, type AcquireOptions, type OperatorOptions, type UsingOptions, type Settings, type RedlockOptions } from './options/settings.js';
 export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
-export { quorumOf } from './quorum/tally.js';
-export type { Election, Leadership, LeaderInfo, ElectionOptions, CampaignOptions, ObserveOptions, LeadershipEnd, LeaderVote } from './election/index.js';
-export { LeadershipLostError, LeaderUnknownError, electionErrorCodes } from './election/index.js';
+export { quorumOf } from './tally.js';
+export type { Election, Leadership, LeaderInfo, ElectionOptions, CampaignOptions, ObserveOptions } from './election/index.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
 export { fencedWrite, fenceKeyOf } from './fencing/guard.js';
 export { guardLua as FENCE_GUARD_LUA } from './lua/sources.js';
@@ -40,4 +57,5 @@ export {
   type ChannelName,
   type QuorumlockChannel,
   type TraceContext,
+  type Logger,
 } from './diagnostics.js';

@@ -15,6 +15,7 @@ import {
   checkFenceFloor,
   checkMaxExtensions,
   checkMembers,
+  checkOperatorOptions,
   checkOptionsObject,
   checkResources,
   checkSameSlot,
@@ -22,11 +23,12 @@ import {
   checkTtl,
 } from './options/check.js';
 import { acquireOptionNames, checkOptionNames, tryAcquireOptionNames, usingOptionNames } from './options/names.js';
-import type { AcquireOptions, AttemptPolicy, RedlockOptions, Settings, UsingOptions } from './options/settings.js';
+import type { AcquireOptions, AttemptPolicy, OperatorOptions, RedlockOptions, Settings, UsingOptions } from './options/settings.js';
 import { Notifications } from './waiting/notifications.js';
 import { keepExtended } from './lock/keep-extended.js';
 import { Reentrancy, reentrancyError } from './lock/reentrancy.js';
-import { quorumOf } from './quorum/tally.js';
+import { quorumOf } from './tally.js';
+import { onEveryMember } from './quorum/operator.js';
 import { Election, type ElectionOptions } from './election/index.js';
 import { checkSemaphoreName, checkSemaphoreOptions, type SemaphoreOptions } from './semaphore/check.js';
 import { Semaphore } from './semaphore/semaphore.js';
@@ -80,8 +82,6 @@ export class Redlock {
   readonly #members: readonly RedisMember[];
   readonly #context: LockContext;
   readonly #notifications: Notifications;
-  /** The clients, index-aligned with #members: semaphores read their permits with plain commands (semaphore/probe.ts). */
-  readonly #clients: readonly MemberClient[];
   /** The locks each async context holds, for `{ reentrant: true }`; none with maxReentrancy 0. */
   readonly #reentrancy: Reentrancy | undefined;
 
@@ -93,7 +93,6 @@ export class Redlock {
   constructor(clients: readonly MemberClient[], options: RedlockOptions = {}) {
     this.settings = Object.freeze(checkSettings(options));
     this.#members = Object.freeze(checkMembers(clients).map((client) => new RedisMember(client, this.settings.logger)));
-    this.#clients = Object.freeze([...clients]);
     this.#context = Object.freeze({ members: this.#members, settings: this.settings });
     internals.set(this, this.#context);
     this.#notifications = new Notifications(this.#members, this.settings.logger);
@@ -141,20 +140,28 @@ export class Redlock {
    * the hazard the quarantine exists for. It applies to each member's current epoch, whatever
    * maxLockTtl other Redlocks use; a later restart or failover starts a new, untrusted epoch.
    * Resolves with what each member said (quarantineLeftMs: of this Redlock's maxLockTtl).
+   *
+   * Each member's epoch is read in this call and the trust is bound to it (src/lua/_bound.lua): a
+   * member that restarts while the call is under way (a trust ioredis re-sends to its new process)
+   * is refused, not trusted, and so is a member whose connection was not ready when the call began
+   * or was re-established during it (its reading may be another process's). A member that does
+   * not answer within `timeoutMs` (default 10 s) is reported with a timeout error.
    */
-  async trustMembers(): Promise<{ member: string; trusted: boolean; quarantineLeftMs?: number; error?: Error }[]> {
-    const { maxLockTtl } = this.settings;
-    return Promise.all(
-      this.#members.map((member) =>
-        member.trust(maxLockTtl).then(
-          (left) => ({ member: member.id, trusted: true, quarantineLeftMs: left }),
-          (error: Error) => ({ member: member.id, trusted: false, error }),
-        ),
-      ),
-    ).then((results) => {
-      this.settings.logger.info({ members: results.map(({ member, trusted }) => ({ member, trusted })) }, 'members declared trusted');
-      return results;
+  async trustMembers(options: OperatorOptions = {}): Promise<{ member: string; trusted: boolean; quarantineLeftMs?: number; error?: Error }[]> {
+    const { maxLockTtl, clock } = this.settings;
+    const timeoutMs = checkOperatorOptions(options);
+    const results = await onEveryMember({
+      operation: 'trust',
+      members: this.#members,
+      call: (member) => member.trust(maxLockTtl),
+      timeoutMs,
+      clock,
     });
+    const report = results.map(({ member, ok, value, error }) =>
+      ok ? { member, trusted: true, quarantineLeftMs: value! } : { member, trusted: false, error: error! },
+    );
+    this.settings.logger.info({ members: report.map(({ member, trusted }) => ({ member, trusted })) }, 'members declared trusted');
+    return report;
   }
 
   /**
@@ -163,26 +170,27 @@ export class Redlock {
    * every member's fence counter to at least `floor` and marks it trusted. `floor` must be at or
    * above every token ever issued for these members' resources, e.g. the highest token your
    * protected resources accepted (fencedWrite keeps it in its guard key); the next token is then
-   * above it. The quarantine is not touched. Resolves with each member's counter after.
+   * above it. The quarantine is not touched. Resolves with each member's counter after. Like
+   * trustMembers, each write is bound to the epoch read in this call, and has a deadline.
    */
-  async restoreFencing(floor: number): Promise<{ member: string; restored: boolean; counter?: number; error?: Error }[]> {
+  async restoreFencing(floor: number, options: OperatorOptions = {}): Promise<{ member: string; restored: boolean; counter?: number; error?: Error }[]> {
     checkFenceFloor(floor);
-    const results = await Promise.all(
-      this.#members.map((member) =>
-        member.restoreFencing(floor).then(
-          (counter) => ({ member: member.id, restored: true, counter }),
-          (error: Error) => ({ member: member.id, restored: false, error }),
-        ),
-      ),
+    const timeoutMs = checkOperatorOptions(options);
+    const results = await onEveryMember({
+      operation: 'restore',
+      members: this.#members,
+      call: (member) => member.restoreFencing(floor),
+      timeoutMs,
+      clock: this.settings.clock,
+    });
+    const report = results.map(({ member, ok, value, error }) =>
+      ok ? { member, restored: true, counter: value! } : { member, restored: false, error: error! },
     );
     this.settings.logger.warn(
-      {
-        floor,
-        members: results.map((result) => ({ member: result.member, restored: result.restored, counter: 'counter' in result ? result.counter : undefined })),
-      },
+      { floor, members: report.map((result) => ({ member: result.member, restored: result.restored, counter: result.counter })) },
       'fence counters restored by an operator',
     );
-    return results;
+    return report;
   }
 
   /** Votes needed: floor(N/2) + 1. */
@@ -212,7 +220,7 @@ export class Redlock {
     // After checkAcquireOptions: a non-object is refused there first, as before.
     checkOptionNames(options, acquireOptionNames);
     if (options?.reentrant !== undefined && checkBoolean('reentrant', options.reentrant)) {
-      const nested = this.#nested(names, policy.shared);
+      const nested = this.#nested(names, policy);
       if (nested) return nested.lock;
     }
     // Not through #acquire: a returned promise would cost the hot path two more ticks.
@@ -273,7 +281,7 @@ export class Redlock {
     const threshold = checkExtendThreshold(options?.extendThreshold, ttl, this.settings);
     const maxExtensions = checkMaxExtensions(options?.maxExtensions);
     const policy = checkAcquireOptions(options, this.settings);
-    const nested = options?.reentrant !== undefined && checkBoolean('reentrant', options.reentrant) ? this.#nested(names, policy.shared) : undefined;
+    const nested = options?.reentrant !== undefined && checkBoolean('reentrant', options.reentrant) ? this.#nested(names, policy) : undefined;
     if (nested) {
       // The outer using() keeps the lock extended and releases it; this one only runs the work.
       const { lock, depth } = nested;
@@ -300,23 +308,15 @@ export class Redlock {
   }
 
   /** `{ reentrant: true }`: a nested handle when this context holds `names` already (reentrancy.ts). */
-  #nested(names: readonly string[], shared: boolean) {
+  #nested(names: readonly string[], policy: AttemptPolicy) {
     if (!this.#reentrancy)
       throw reentrancyError(
         names,
         1,
         'reentrant: true needs a Redlock made with maxReentrancy > 0 (e.g. new Redlock(clients, { maxReentrancy: 4 })): reentrancy is off by default',
       );
-    const nested = this.#reentrancy.nest(this.#context, names);
-    // A shared lock cannot stand in for an exclusive one: that would be an upgrade, with other
-    // readers possibly holding beside it (docs/shared-locks.md). The other way round is fine.
-    if (nested?.lock.shared && !shared)
-      throw reentrancyError(
-        names,
-        nested.depth,
-        `reentrant exclusive acquire of ${names.join(', ')} inside a shared lock of them: a shared lock cannot be upgraded; take the outer lock exclusive`,
-      );
-    return nested;
+    // Refused there too: an upgrade of a shared lock, or a fenced acquire inside an unfenced one.
+    return this.#reentrancy.nest(this.#context, names, policy);
   }
 
   /**
@@ -328,7 +328,7 @@ export class Redlock {
     const permits = checkSemaphoreOptions(options);
     const host = {
       context: this.#context,
-      clients: this.#clients,
+      members: this.#members,
       acquire: (lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy) => this.#loop(lockId, resources, ttl, policy),
       newLockId: () => this.#notifications.newWaiterId(),
     };
@@ -346,7 +346,7 @@ export class Redlock {
   }
 
   #loop(lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Won> {
-    return acquireWithRetries(this.#members, this.settings, resources, ttl, policy, this.#notifications, lockId);
+    return acquireWithRetries({ members: this.#members, settings: this.settings, resources, ttl, policy, notifications: this.#notifications, lockId });
   }
 
   /** An acquire, traced ('quorumlock:acquire'): its result is { fence, remainingMs }, or { taken: true } for tryAcquire's null. */

@@ -13,15 +13,15 @@
  * wipe Redis"). It refuses to run with NODE_ENV=production, and outside a test runner unless told.
  */
 import { Command, type Redis } from 'ioredis';
-import { errorCodes } from './errors.js';
+import { ResetMembersError, TestingOnlyError } from './errors.js';
 import { clusterTopology } from './members/cluster.js';
 import { isClusterClient, keyPrefixOf, memberId, type MemberClient } from './members/id.js';
 import { serverTopology } from './members/server.js';
 import { isUntouchedGenesis } from './store/keys.js';
-import { trustArgs } from './store/protocol.js';
+import { decodeEpoch, trustArgs } from './store/protocol.js';
 import { serverFacts } from './store/server.js';
 import { slotOf } from './store/slots.js';
-import { keepOutOfAutoPipelining, registerScripts, scriptCommand } from './store/scripts.js';
+import { keepOutOfAutoPipelining, registerScripts, scriptCommand, type ScriptCommand, type ScriptName } from './store/scripts.js';
 
 export interface ResetOptions {
   /**
@@ -59,13 +59,13 @@ function underTestRunner(): boolean {
   );
 }
 
-const testingOnly = (message: string) => Object.assign(new Error(message), { code: errorCodes.QUORUMLOCK_ERR_TESTING_ONLY });
-
 function refuseOutsideTests(options: ResetOptions): void {
   if (process.env.NODE_ENV === 'production')
-    throw testingOnly('quorumlock/testing: resetMembers() refuses to run with NODE_ENV=production: it deletes every key and disables the restart quarantine');
+    throw new TestingOnlyError(
+      'quorumlock/testing: resetMembers() refuses to run with NODE_ENV=production: it deletes every key and disables the restart quarantine',
+    );
   if (!options.outsideTests && !underTestRunner())
-    throw testingOnly(
+    throw new TestingOnlyError(
       'quorumlock/testing: resetMembers() deletes every key of the members and declares them brand new, so it runs only under a test runner (NODE_ENV=test, vitest, jest, node --test, mocha); pass { outsideTests: true } for a test set-up of your own, never in production',
     );
 }
@@ -73,7 +73,7 @@ function refuseOutsideTests(options: ResetOptions): void {
 /** A Cluster's slot map is only known once it is ready: wait for it (connect it when lazy). */
 async function ready(client: MemberClient): Promise<void> {
   if (client.status === 'ready') return;
-  if (client.status === 'end') throw new Error(`quorumlock/testing: ${memberId(client)} was closed (quit or disconnect)`);
+  if (client.status === 'end') throw new ResetMembersError(memberId(client), 'was closed (quit or disconnect)');
   if (client.status === 'wait') {
     await client.connect();
     return;
@@ -85,7 +85,7 @@ async function ready(client: MemberClient): Promise<void> {
     };
     const onEnd = () => {
       client.off('ready', onReady);
-      reject(new Error(`quorumlock/testing: ${memberId(client)} ended before it was ready`));
+      reject(new ResetMembersError(memberId(client), 'ended before it was ready'));
     };
     client.once('ready', onReady);
     client.once('end', onEnd);
@@ -146,15 +146,20 @@ async function resetNode(node: Redis, markers: ReadonlySet<string>, wiping: bool
   return { kept };
 }
 
-/** trust.lua 'new' on `keys` (epoch markers, as the client names them), one pipeline per master node. */
+/**
+ * trust.lua 'new' on `keys` (epoch markers, as the client names them), one pipeline per master
+ * node: each epoch is read (epoch.lua) and the trust bound to it (src/lua/_bound.lua), as every
+ * write is; the wipe that came before was answered first, so the epoch read is the new one.
+ */
 async function declareNew(client: MemberClient, keys: readonly string[]): Promise<void> {
   keepOutOfAutoPipelining(client as Redis);
   registerScripts(client as Redis);
   // The quarantine given only sizes the reply ('ms that were left'): genesis ends it for any ttl.
   const args = trustArgs('new', 0);
   if (!isClusterClient(client)) {
+    const read = scriptCommand(client, 'quorumlockEpoch');
     const trust = scriptCommand(client, 'quorumlockTrust');
-    await Promise.all(keys.map((key) => trust(1, key, ...args)));
+    await Promise.all(keys.map(async (key) => trust(1, key, decodeEpoch(await read(1, key)).id, ...args)));
     return;
   }
   const prefix = keyPrefixOf(client);
@@ -165,12 +170,18 @@ async function declareNew(client: MemberClient, keys: readonly string[]): Promis
     if (!group) byNode.set(node, (group = []));
     group.push(key);
   }
+  const inPipeline = async (group: readonly string[], call: (pipelined: ScriptCommand, key: string, index: number) => void, name: ScriptName) => {
+    const pipeline = client.pipeline() as unknown as { exec(): Promise<[Error | null, unknown][] | null> };
+    const command = scriptCommand(pipeline, name);
+    group.forEach((key, index) => call(command, key, index));
+    const replies = (await pipeline.exec()) ?? [];
+    for (const [error] of replies) if (error) throw error;
+    return replies.map(([, reply]) => reply);
+  };
   await Promise.all(
     [...byNode.values()].map(async (group) => {
-      const pipeline = client.pipeline() as unknown as { exec(): Promise<[Error | null, unknown][] | null> };
-      const trust = scriptCommand(pipeline, 'quorumlockTrust');
-      for (const key of group) void trust(1, key, ...args);
-      for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+      const epochs = (await inPipeline(group, (read, key) => void read(1, key), 'quorumlockEpoch')).map((reply) => decodeEpoch(reply).id);
+      await inPipeline(group, (trust, key, index) => void trust(1, key, epochs[index]!, ...args), 'quorumlockTrust');
     }),
   );
 }
@@ -193,7 +204,7 @@ async function resetMember(client: MemberClient, wiping: boolean): Promise<Reset
   const keys = clusterTopology(client, prefix).everyEpochKey();
   const markers = new Set(keys.map((key) => prefix + key));
   const masters = client.nodes('master');
-  if (masters.length === 0) throw new Error(`quorumlock/testing: ${memberId(client)} has no master node`);
+  if (masters.length === 0) throw new ResetMembersError(memberId(client), 'has no master node');
   const kept = new Set<string>();
   for (const node of await Promise.all(masters.map((master) => resetNode(master, markers, wiping)))) for (const key of node.kept) kept.add(key);
   const stale = keys.filter((key) => !kept.has(prefix + key));

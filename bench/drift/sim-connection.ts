@@ -2,7 +2,9 @@
  * A client's connection to one simulated member, shaped like the ioredis client that
  * `new Redlock([...])` accepts: `options` (host, port, db: how memberId names it), `status`,
  * `on`/`once`, `role()`, and `defineCommand`, which installs the script commands src/members/redis-member.ts
- * calls (quorumlockAcquire(keyCount, ...keys, ...args) and the rest, under commandNames).
+ * calls (quorumlockAcquire(keyCount, ...keys, ...args) and the rest, under commandNames). Each
+ * runs the script's real text on the member (sim-member.ts: EVALSHA, EVAL when not cached). It
+ * has no `info()`: the member is taken as a plain master, with no server watch polling it.
  *
  * Each command is one request and one reply over a simulated network: each is delivered after a
  * delay drawn from `delayMs()`, as a timer on the shared ManualClock. Like a TCP connection it is
@@ -11,7 +13,8 @@
  */
 import type { ManualClock } from '../../src/index.js';
 import { commandNames } from '../../src/store/scripts.js';
-import { scriptNames, type SimMember } from './sim-member.js';
+import { sha1 } from '../../test/model/lua-vm.js';
+import type { SimMember } from './sim-member.js';
 
 /** One command as the member ran it (for debugging a cell; see runCell's `trace`). */
 export interface TraceEvent {
@@ -19,7 +22,7 @@ export interface TraceEvent {
   client: number;
   port: number;
   command: string;
-  /** ARGV[1]: the lock value for acquire, release and extend. */
+  /** The lock value for acquire, release and extend (ARGV[2]: ARGV[1] is the epoch the call is bound to); undefined for the epoch read. */
   value: string | undefined;
   reply: unknown;
 }
@@ -43,13 +46,13 @@ export class SimConnection {
     this.options = { host: member.spec.host, port: member.spec.port, db: 0 };
   }
 
-  defineCommand(command: string, _definition: { lua: string }): void {
+  defineCommand(command: string, { lua }: { lua: string }): void {
     // The command is the script's name with a digest of its text (src/store/scripts.ts, commandNames).
     const name = Object.entries(commandNames).find(([, defined]) => defined === command)?.[0] ?? command;
-    if (!scriptNames.includes(name)) throw new Error(`sim: no JS version of script ${name}`);
+    const script = { lua, sha: sha1(lua) };
     this[command] = (keyCount: number | string, ...rest: (string | number)[]) => {
       const words = rest.map(String);
-      return this.#send(name, words.slice(0, Number(keyCount)), words.slice(Number(keyCount)));
+      return this.#send(name, script, words.slice(0, Number(keyCount)), words.slice(Number(keyCount)));
     };
   }
 
@@ -69,7 +72,7 @@ export class SimConnection {
     throw new Error('sim: subscriber connections are not simulated (tryAcquire never waits in line)');
   }
 
-  #send(name: string, keys: string[], args: string[]): Promise<unknown> {
+  #send(name: string, script: { lua: string; sha: string }, keys: string[], args: string[]): Promise<unknown> {
     const clock = this.#clock;
     return new Promise((resolve, reject) => {
       this.#lastRequestAt = Math.max(clock.now() + this.delayMs(), this.#lastRequestAt);
@@ -80,12 +83,13 @@ export class SimConnection {
             let failure: unknown;
             let failed = false;
             try {
-              reply = this.member.run(name, keys, args);
+              reply = this.member.run(script, keys, args);
             } catch (error) {
               failed = true;
               failure = error;
             }
-            this.trace?.({ at: clock.now(), client: this.client, port: this.options.port, command: name, value: args[0], reply: failed ? failure : reply });
+            const value = name === 'quorumlockEpoch' ? undefined : args[1];
+            this.trace?.({ at: clock.now(), client: this.client, port: this.options.port, command: name, value, reply: failed ? failure : reply });
             this.#lastReplyAt = Math.max(clock.now() + this.delayMs(), this.#lastReplyAt);
             clock.setTimer(() => (failed ? reject(failure) : resolve(reply)), this.#lastReplyAt - clock.now());
           }),

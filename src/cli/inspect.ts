@@ -2,7 +2,7 @@
 import { Redlock, quorumOf } from '../index.js';
 import { formatMs } from './duration.js';
 import { EXIT } from './errors.js';
-import { connect, within, type MemberUrl, type Tls } from './members.js';
+import { connect, type MemberUrl, type Tls } from './members.js';
 import { healthy, probe } from './probe.js';
 import type { EpochState, MemberProbe } from './readings.js';
 import { table } from './table.js';
@@ -30,6 +30,7 @@ function barrier(count: number): () => Promise<void> {
   };
 }
 
+// Not a round (quorum/round.ts): connection and server state (PING, INFO, TIME, epoch hashes) on one-off clients, for the operator's report.
 async function probeAll(options: InspectOptions, extra: { resource?: string; info?: boolean }): Promise<MemberProbe[]> {
   const connected = connect(options.members, { commandTimeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs }, options.tls);
   const pinged = barrier(connected.clients.length);
@@ -201,9 +202,7 @@ export async function trust(options: InspectOptions, floor?: number): Promise<nu
     connectTimeoutMs: options.timeoutMs,
   });
   const connected = connect(options.members, timeouts, options.tls);
-  // One Redlock per member, so that each answers on its own: a Cluster that never connects
-  // would hold its calls in its offline queue for ever, and trustMembers() waits for every member.
-  const redlocks = connected.clients.map((client) => new Redlock([client], { maxLockTtl: options.maxLockTtl }));
+  let redlock: Redlock | undefined;
   try {
     await connected.ready(2 * options.timeoutMs);
     // Not connected: the connection error says more than "Command timed out".
@@ -212,21 +211,29 @@ export async function trust(options: InspectOptions, floor?: number): Promise<nu
       quarantineLeftMs: undefined,
       error: (connected.clients[index]!.status !== 'ready' && connected.lastError[index]) || error,
     });
-    const results = await Promise.all(
-      redlocks.map((redlock, index) => {
-        if (connected.clients[index]!.status !== 'ready') return failed(index, new Error(`not connected within ${2 * options.timeoutMs} ms`));
-        const deadlineMs = timeouts(options.members[index]!).commandTimeoutMs + options.timeoutMs;
-        type Outcome = { trusted: boolean; quarantineLeftMs?: number | undefined; counter?: number | undefined; error?: Error | undefined };
-        const action: Promise<Outcome[]> =
-          floor === undefined
-            ? redlock.trustMembers()
-            : redlock.restoreFencing(floor).then((restored) => restored.map(({ restored: trusted, counter, error }) => ({ trusted, counter, error })));
-        return within(action, deadlineMs, floor === undefined ? 'trust' : 'restore-fencing').then(
-          ([result]) => (result!.error ? failed(index, result!.error) : result!),
-          (error: Error) => failed(index, error),
-        );
-      }),
-    );
+    // One Redlock on the members that connected, so one round on them all (trustMembers,
+    // restoreFencing: quorum/operator.ts), whose deadline (the slowest member's command timeout,
+    // plus --timeout) is the only one. A member that did not connect is reported, not asked.
+    const ready = connected.clients.flatMap((client, index) => (client.status === 'ready' ? [index] : []));
+    const timeoutMs = Math.max(0, ...ready.map((index) => timeouts(options.members[index]!).commandTimeoutMs)) + options.timeoutMs;
+    type Outcome = { trusted: boolean; quarantineLeftMs?: number | undefined; counter?: number | undefined; error?: Error | undefined };
+    let answers: Outcome[] = [];
+    if (ready.length > 0) {
+      redlock = new Redlock(
+        ready.map((index) => connected.clients[index]!),
+        { maxLockTtl: options.maxLockTtl },
+      );
+      answers =
+        floor === undefined
+          ? await redlock.trustMembers({ timeoutMs })
+          : (await redlock.restoreFencing(floor, { timeoutMs })).map(({ restored: trusted, counter, error }) => ({ trusted, counter, error }));
+    }
+    const results = connected.clients.map((_, index) => {
+      const at = ready.indexOf(index);
+      if (at === -1) return failed(index, new Error(`not connected within ${2 * options.timeoutMs} ms`));
+      const result = answers[at]!;
+      return result.error ? failed(index, result.error) : result;
+    });
     const named = results.map((result, index) => ({
       member: options.members[index]!.name,
       trusted: result.trusted,
@@ -256,7 +263,7 @@ export async function trust(options: InspectOptions, floor?: number): Promise<nu
     }
     return named.every((r) => r.trusted) ? EXIT.ok : EXIT.unavailable;
   } finally {
-    await Promise.all(redlocks.map((redlock) => redlock.quit()));
+    await redlock?.quit();
     connected.close();
   }
 }

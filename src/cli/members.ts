@@ -324,6 +324,7 @@ export function connect(members: readonly MemberUrl[], timeouts: Timeouts | ((me
 }
 
 /** `promise`, or a rejection after `ms` unless it settled: a Cluster queues commands without a timeout until it is connected. */
+// Connection state only (a Cluster's readiness, the probe's backstop): calls on members go in rounds (quorum/operator.ts).
 export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms)));
@@ -342,6 +343,7 @@ function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
   ]).finally(() => clearTimeout(timer));
 }
 
+// Connection state: waits for a client to connect; sends nothing but a Cluster's PINGs to its nodes.
 async function readyOrFailed(member: MemberClient, ms: number): Promise<void> {
   const deadline = performance.now() + ms;
   if (member.status !== 'ready') {

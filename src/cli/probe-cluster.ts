@@ -70,6 +70,7 @@ export async function probeCluster(cluster: Cluster, member: string, options: Pr
   try {
     await within(
       (async () => {
+        // Each node's connection and server state, for the report: node by node, not a round (readings.ts, readLock).
         const resource = options.resource;
         const masters = cluster.nodes('master');
         const connections = new Map(cluster.nodes('all').map((node) => [addressOf(node), node]));

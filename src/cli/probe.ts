@@ -22,6 +22,7 @@ export async function probe(client: MemberClient, member: string, options: Probe
   const result: MemberProbe = { member, reachable: true, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
   await options.pinged?.();
   try {
+    // Server state for the report on this one-off client (readings.ts, readLock, says why the lock read is not a round).
     const [time, epoch, info, lock] = await Promise.all([
       client.time(),
       client.hmget(EPOCH_KEY, ...EPOCH_FIELDS),

@@ -110,6 +110,7 @@ export function lockOf([value, pttl, readers, time]: [string | null, number, str
 }
 
 /** The reads lockOf() takes, on a server or through a Cluster client (all in the resource's slot, but TIME). */
+// Plain reads, not a member's round: `status` holds no lock to keep in order, and a RedisMember would load bound scripts on every server per run (binding.ts).
 export function readLock(client: MemberClient, resource: string): Promise<[string | null, number, string[], (string | number)[]]> {
   return Promise.all([client.get(resource), client.pttl(resource), client.zrangebyscore(readersKeyOf(resource), '-inf', '+inf', 'WITHSCORES'), client.time()]);
 }

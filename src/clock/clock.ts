@@ -4,6 +4,7 @@
  * Tests and the simulator inject a ManualClock to drive time by hand.
  */
 import { performance } from 'node:perf_hooks';
+import { argumentError } from '../errors.js';
 
 export interface Clock {
   /** Milliseconds on a monotonic scale; only differences between two readings mean anything. */
@@ -27,14 +28,6 @@ function abortReason(signal: AbortSignal): unknown {
 /** Negative and NaN sleeps are no sleep, on every clock alike. */
 function sleepMs(ms: number): number {
   return ms > 0 ? ms : 0;
-}
-
-/** p-timeout's `customTimers`, on `clock`: deadlines then follow a ManualClock in tests and simulations. */
-export function timersOf(clock: Clock): { setTimeout: typeof setTimeout; clearTimeout: typeof clearTimeout } {
-  return {
-    setTimeout: ((callback: () => void, ms: number) => clock.setTimer(callback, ms)) as unknown as typeof setTimeout,
-    clearTimeout: ((handle: unknown) => clock.clearTimer(handle)) as unknown as typeof clearTimeout,
-  };
 }
 
 /**
@@ -120,7 +113,7 @@ export class ManualClock implements Clock {
 
   /** Moves time forward by `ms`, firing every timer due on the way, each at its own time. */
   advance(ms: number): void {
-    if (!(ms >= 0)) throw new RangeError(`advance(ms): ms must be >= 0, got ${ms}`);
+    if (!(ms >= 0)) throw argumentError(RangeError, 'ms', `must be >= 0 (ManualClock.advance), got ${ms}`);
     const end = this.#now + ms;
     for (let next = this.#nextDue(end); next; next = this.#nextDue(end)) {
       this.#timers = this.#timers.filter((timer) => timer !== next);

@@ -10,15 +10,15 @@
  *     extensions fail (the stop margin, leadership.ts), at the latest at the deadline otherwise.
  * Who leads is read from the leader record (election.lua), judged by quorum (judge.ts).
  */
-import { nextTick } from 'node:process';
 import { LockAcquireError } from '../errors.js';
 import { checkAcquireOptions } from '../options/check.js';
 import type { Settings } from '../options/settings.js';
 import type { Lock } from '../lock/lock.js';
 import type { AttemptPolicy } from '../options/settings.js';
-import type { LeaderReading } from '../store/protocol.js';
+import { NOT_COUNTING, type LeaderReading } from '../store/protocol.js';
 import { electionResource } from '../store/keys.js';
-import { quorumOf } from '../quorum/tally.js';
+import { onEveryMember, type RoundMember } from '../quorum/operator.js';
+import { quorumOf } from '../tally.js';
 import { LeaderUnknownError, type LeaderVote } from './errors.js';
 import { judgeLeader, type LeaderInfo } from './judge.js';
 import { Leadership } from './leadership.js';
@@ -27,12 +27,11 @@ import { checkElection, checkSignalOptions, type CampaignOptions, type ElectionC
 /** How long one acquire of a campaign waits before it is renewed (see campaign()). */
 export const CAMPAIGN_STRETCH_MS = 5 * 60_000;
 
-/** What an election needs of a member: RedisMember's election calls (src/members/redis-member.ts). */
-export interface ElectionMember {
-  readonly id: string;
-  readonly notCounting: string | undefined;
+/** What an election needs of a member: RedisMember's election calls (src/members/redis-member.ts), sent in rounds (quorum/operator.ts). */
+export interface ElectionMember extends RoundMember {
   writeLeader(resource: string, value: string, term: number, id: string): Promise<boolean>;
-  readLeader(resource: string): Promise<LeaderReading>;
+  /** The reading, with the member's quarantine left of `quarantineMs` (0 = off). */
+  readLeader(resource: string, quarantineMs: number): Promise<LeaderReading>;
 }
 
 /** @internal What a Redlock gives its elections. */
@@ -98,24 +97,30 @@ export class Election {
   /**
    * Who leads now, as a quorum of members says: { id, term, remainingMs }, or null when the
    * leadership is vacant. Rejects with LeaderUnknownError when that cannot be told (too few
-   * members answered, or a handover is under way and no quorum names one leader yet).
+   * members answered, an absence from a member inside its restart quarantine counting as no
+   * answer; or a handover is under way and no quorum names one leader yet).
    */
   async leader(): Promise<LeaderInfo | null> {
     const { members, settings } = this.#context;
     const startedAt = settings.clock.now();
-    const votes = await Promise.all(
-      members.map(async (member): Promise<LeaderVote> => {
-        try {
-          const reading = await this.#bounded(member.readLeader(this.#resource[0]!));
-          if (reading === undefined) return { member: member.id, error: `no answer within ${settings.nodeTimeout} ms` };
-          // Read after the answer: a member that stopped counting meanwhile does not count.
-          const why = member.notCounting;
-          return why === undefined ? { member: member.id, reading } : { member: member.id, reading, error: `does not count: ${why}` };
-        } catch (error) {
-          return { member: member.id, error: error instanceof Error ? error.message : String(error) };
-        }
-      }),
-    );
+    // As an acquire's: an absence from a member inside it is no evidence of a vacancy (judge.ts).
+    const quarantineMs = settings.quarantine ? settings.maxLockTtl : 0;
+    const results = await onEveryMember({
+      operation: 'read',
+      members,
+      call: (member) => member.readLeader(this.#resource[0]!, quarantineMs),
+      timeoutMs: settings.nodeTimeout,
+      clock: settings.clock,
+    });
+    const votes = results.map(({ member, value: reading, error, timedOut, notCounting }): LeaderVote => {
+      // Silent at the deadline: unknown, as any member that was not heard (judge.ts).
+      if (timedOut) return { member, error: `no answer within ${settings.nodeTimeout} ms` };
+      if (reading === undefined) return { member, error: error?.message ?? 'no answer' };
+      // The round read the member's standing after its answer: one that stopped counting meanwhile, or
+      // a second address of a server already heard, does not count.
+      const why = notCounting ?? (reading.quarantinedForMs === NOT_COUNTING ? 'not a master' : undefined);
+      return why === undefined ? { member, reading } : { member, reading, error: `does not count: ${why}` };
+    });
     const judged = judgeLeader(votes, quorumOf(members.length), settings.clock.now() - startedAt, settings.driftFactor);
     if ('leader' in judged) return judged.leader;
     if ('vacant' in judged) return null;
@@ -157,43 +162,14 @@ export class Election {
 
   /** Writes the leader record on every member where the lock is ours; resolves with how many did. */
   async #announce(lock: Lock, term: number): Promise<number> {
-    const written = await Promise.all(
-      this.#context.members.map((member) =>
-        this.#bounded(member.writeLeader(this.#resource[0]!, lock.value, term, this.id)).then(
-          (done) => done === true,
-          () => false,
-        ),
-      ),
-    );
-    return written.filter(Boolean).length;
-  }
-
-  /**
-   * `call`'s answer, or undefined after nodeTimeout (the call itself is not cancelled: Redis
-   * cannot). As in round.ts: the time runs from the tick that writes the command (members cork
-   * the socket for the tick and write it in a nextTick queued before ours), and silence is judged
-   * in setImmediate after the timer, once the replies that arrived during a stall have been read.
-   */
-  #bounded<T>(call: Promise<T>): Promise<T | undefined> {
-    const { clock, nodeTimeout } = this.#context.settings;
-    return new Promise<T | undefined>((resolve, reject) => {
-      let settled = false;
-      let timer: ReturnType<typeof clock.setTimer> | undefined;
-      nextTick(() => {
-        if (!settled) timer = clock.setTimer(() => setImmediate(() => resolve(undefined)), nodeTimeout);
-      });
-      call.then(
-        (value) => {
-          settled = true;
-          if (timer !== undefined) clock.clearTimer(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          settled = true;
-          if (timer !== undefined) clock.clearTimer(timer);
-          reject(error instanceof Error ? error : new Error(String(error)));
-        },
-      );
+    const { members, settings } = this.#context;
+    const results = await onEveryMember({
+      operation: 'announce',
+      members,
+      call: (member) => member.writeLeader(this.#resource[0]!, lock.value, term, this.id),
+      timeoutMs: settings.nodeTimeout,
+      clock: settings.clock,
     });
+    return results.filter((result) => result.value === true).length;
   }
 }

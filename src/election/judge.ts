@@ -7,8 +7,11 @@
  * A leader is reported when a quorum of counting members name the same (term, id): a quorum held
  * that leader's lock at the moment of reading, which no other holder can have had at the same
  * time (any two quorums share a member). Vacant when no member that answered holds the lock key
- * and too few are unheard for a holder to be counting on a quorum. Otherwise (a
- * handover under way, a new leader not yet recorded, members unheard) nobody is named.
+ * and too few could hold it for a holder to be counting on a quorum: a member could when it was
+ * not heard, or when it answered "absent" from inside its restart quarantine (restarted empty, it
+ * forgot the keys it held; the quarantine keeps everyone else out of them meanwhile, so that
+ * absence is no evidence). Otherwise (a handover under way, a new leader not yet recorded,
+ * members unheard) nobody is named.
  */
 import { driftMs } from '../clock/index.js';
 import type { LeaderVote } from './errors.js';
@@ -34,8 +37,13 @@ export function judgeLeader(votes: readonly LeaderVote[], quorum: number, elapse
   const unheard = votes.length - answered.length;
   const groups = new Map<string, { id: string; term: number; pttls: number[] }>();
   let held = 0;
+  // Absent, but inside the member's quarantine: it may have forgotten a lock that still rests on it.
+  let forgetful = 0;
   for (const { reading } of answered) {
-    if (reading!.pttl === -2) continue;
+    if (reading!.pttl === -2) {
+      if (reading!.quarantinedForMs > 0) forgetful++;
+      continue;
+    }
     held++;
     const leader = reading!.leader;
     if (leader === undefined || reading!.pttl <= 0) continue;
@@ -52,7 +60,8 @@ export function judgeLeader(votes: readonly LeaderVote[], quorum: number, elapse
   }
   // Vacant only when no member that answered holds the lock key at all, and too few could: a
   // member restarted empty answers "absent" for a lock that still rests on it (its quarantine
-  // keeps everyone else out), so absences alone must not outvote a holder's remaining keys.
-  if (held === 0 && held + unheard < quorum) return { vacant: true };
-  return { unknown: answered.length >= quorum ? 'undecided' : 'unavailable' };
+  // keeps everyone else out), so absences alone must not outvote a holder's remaining keys, and
+  // an absence from inside a quarantine counts as "could hold", as silence does.
+  if (held === 0 && unheard + forgetful < quorum) return { vacant: true };
+  return { unknown: answered.length - forgetful >= quorum ? 'undecided' : 'unavailable' };
 }

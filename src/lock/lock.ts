@@ -237,7 +237,7 @@ export class Lock implements AsyncDisposable {
     // already hold the resource, and extending would hide that gap from the caller.
     if (this.remainingMs() <= 0) throw new LockExtendError(this.resources, 'expired', [], 0);
 
-    const result = await extendOn(members, settings, this.resources, this.value, ttl, this.#deadline);
+    const result = await extendOn({ members, settings, resources: this.resources, value: this.value, ttl, previousDeadline: this.#deadline });
     const { round } = result;
     if (this.#released) throw new LockExtendError(this.resources, 'released', round.votes, round.elapsedMs);
     // Lost during the round (the expiry timer ran out meanwhile): a quorum decided in time would
@@ -309,7 +309,16 @@ export class Lock implements AsyncDisposable {
     // answering our earlier calls is waited for while the lock would still be valid, so the
     // release is confirmed rather than reported unconfirmed.
     const limitMs = Math.max(settings.nodeTimeout, this.#deadline - settings.clock.now());
-    const round = await releaseOn(members, settings, this.resources, this.value, 'quorum', limitMs, this.#inLineAs, this.#abandoned);
+    const round = await releaseOn({
+      members,
+      settings,
+      resources: this.resources,
+      value: this.value,
+      settle: 'quorum',
+      limitMs,
+      leaving: this.#inLineAs,
+      abandoned: this.#abandoned,
+    });
     // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
     const freed = round.won;
     if (freed) {

@@ -15,7 +15,7 @@
  * must not pay (settings.ts, maxReentrancy).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { errorCodes, LockExtendError } from '../errors.js';
+import { LockExtendError, ReentrancyError } from '../errors.js';
 import { Lock, type LockContext, type ReleaseResult } from './lock.js';
 
 /** One held lock of the current async context, and the frames it runs inside. */
@@ -30,10 +30,8 @@ interface Frame {
 /** The same resources, in any order, name the same lock (a Lock's resources are all or nothing). */
 const keyOf = (resources: readonly string[]) => (resources.length === 1 ? resources[0]! : [...resources].sort().join('\u0000'));
 
-export type ReentrancyError = Error & { code: typeof errorCodes.QUORUMLOCK_ERR_REENTRANCY; resources: readonly string[]; depth: number };
-
 export function reentrancyError(resources: readonly string[], depth: number, message: string): ReentrancyError {
-  return Object.assign(new Error(`quorumlock: ${message}`), { code: errorCodes.QUORUMLOCK_ERR_REENTRANCY, resources, depth });
+  return new ReentrancyError(resources, depth, message);
 }
 
 export class Reentrancy {
@@ -50,10 +48,12 @@ export class Reentrancy {
 
   /**
    * A nested handle for `resources` when the current context holds them, or undefined (acquire
-   * on the members then). Throws a ReentrancyError past maxDepth, or when the lock the context
-   * holds is no longer held (the work under it should have stopped: its signal said so).
+   * on the members then). Throws a ReentrancyError past maxDepth, when the lock the context
+   * holds is no longer held (the work under it should have stopped: its signal said so), or when
+   * the call asks for what the held lock does not give: exclusive inside a shared lock (an
+   * upgrade), or a fencing token inside an unfenced lock (a nested handle has none of its own).
    */
-  nest(context: LockContext, resources: readonly string[]): { lock: NestedLock; depth: number } | undefined {
+  nest(context: LockContext, resources: readonly string[], wants: { shared: boolean; fencing: boolean }): { lock: NestedLock; depth: number } | undefined {
     const frame = this.#find(resources);
     if (!frame) return undefined;
     const depth = frame.depth + 1;
@@ -69,6 +69,22 @@ export class Reentrancy {
         resources,
         depth,
         `reentrant acquire of ${resources.join(', ')}: the lock this context holds is no longer held (${outer.released ? 'released' : 'lost or expired'})`,
+      );
+    // A shared lock cannot stand in for an exclusive one: that would be an upgrade, with other
+    // readers possibly holding beside it (docs/shared-locks.md). The other way round is fine.
+    if (outer.shared && !wants.shared)
+      throw reentrancyError(
+        resources,
+        depth,
+        `reentrant exclusive acquire of ${resources.join(', ')} inside a shared lock of them: a shared lock cannot be upgraded; take the outer lock exclusive`,
+      );
+    // Nor can an unfenced lock stand in for a fenced one: the nested handle's fence is the outer
+    // lock's, and there is none, which a caller passing it on would not notice (docs/reentrancy.md).
+    if (wants.fencing && outer.fence === undefined)
+      throw reentrancyError(
+        resources,
+        depth,
+        `reentrant fenced acquire of ${resources.join(', ')} inside an unfenced lock of them: a nested handle has no token of its own; take the outer lock with fencing: true`,
       );
     return { lock: new NestedLock(context, outer, depth), depth };
   }

@@ -1,6 +1,8 @@
--- (Included by acquire.lua and acquireShared.lua, after _epoch.lua, _fence.lua and _readers.lua.) The two ends
--- of an acquire on this member, the same for a writer and a reader (their replies are decoded in
--- src/store/protocol.ts).
+-- The two ends of an acquire on this member, the same for a writer and a reader (their replies are
+-- decoded in src/store/protocol.ts): granted, refused, and whether this run repeats one (holdsAll).
+-- Provides: granted, refused, holdsAll
+-- Needs: _time.lua (now), _epoch.lua (quarantineLeft), _fence.lua (fenceReading),
+--   _readers.lua (holds)
 
 -- Granted (the lock keys, or the reader entries, are set): 1 when this member counts in the epoch
 -- the caller last saw settled (or quarantine and fencing are both off); otherwise {1 | 3
@@ -88,7 +90,7 @@ end
 
 -- Whether every resource here is held by `value` already: this is a second run of the same call
 -- (the value is new for each attempt). ioredis re-sends a call that got no answer when it
--- reconnects (realities.md), and over a delayed link the first copy may even run after the second.
+-- reconnects (docs/internals.md#re-send-after-reconnect), and over a delayed link the first copy may even run after the second.
 -- Either run then answers as the first did, granted, and touches nothing: deleting the keys would
 -- take a won lock from its holder, refusing would leave them behind a skipped rollback. A
 -- refusal therefore proves that nothing of the attempt is here, unless it says `own` (some of its

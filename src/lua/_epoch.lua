@@ -1,7 +1,8 @@
--- (Included by acquire.lua, fence.lua and trust.lua, after _compat.lua.) The member's epoch:
--- since when this server has held the data it holds, kept in a hash with what identifies that
--- data's lineage.
--- #include _time.lua
+-- The member's epoch: since when this server has held the data it holds, kept in a hash with what
+-- identifies that data's lineage (currentEpoch), and how much of its quarantine is left
+-- (quarantineLeft).
+-- Provides: BOUND_RUN_ID, infoField, currentEpoch, quarantineLeft
+-- Needs: _compat.lua (unpack), _time.lua (now, nowMs, readTime, time)
 
 -- The run id of the process this script text was loaded into, when the client loaded a copy of
 -- the script bound to it (src/members/binding.ts); false in the generic script, which reads it
@@ -35,27 +36,51 @@ end
 -- * another master_replid: a promotion or a full resync. Redis gives a master a new replication
 --   id when it is promoted, and a replica takes its master's at every sync; so a failover to a
 --   replica, and a failback to a demoted master whose data was replaced by a resync (its run_id
---   unchanged), both show here. Replication is asynchronous: the data may lack the last writes.
+--   unchanged), both show here. Replication is asynchronous: the data may lack the last writes;
+-- * with `evictions`, another evicted_keys count (INFO stats): the server evicted a key since the
+--   epoch began, perhaps a lock key it held. An eviction policy can be switched on at runtime
+--   (CONFIG SET) with every connection kept open, and evicts within a fraction of a second; the
+--   client's own INFO poll would see it only later. Every eviction moves this counter, and the
+--   scripts that grant on a key's absence (acquire, acquireShared, a hand-over) read it in the
+--   same atomic run as the grant: no window. A CONFIG RESETSTAT moves it too, and ends the epoch
+--   (a needless quarantine, never a missed eviction). Scripts that need no such check (a yes
+--   there rests on our own key being present) skip its ~4 µs.
 -- In each case locks this member once held may be missing and its fence counter may be behind:
 -- nothing of the old epoch is trusted. The id is unique per member (TIME to the microsecond):
 -- a call bound to an epoch (fence.lua) is refused in any other, which is what keeps a command
 -- that ioredis re-sent to a new process, or that a delayed link delivered late, from acting
 -- there as if in the epoch it was meant for.
-local function currentEpoch(epoch)
+local function currentEpoch(epoch, evictions)
   local replication = redis.call('INFO', 'replication')
   if infoField(replication, 'role') ~= 'master' then
     return nil
   end
   local runId, replid = BOUND_RUN_ID or infoField(redis.call('INFO', 'server'), 'run_id'), infoField(replication, 'master_replid')
-  local id, since, owner, lineage = unpack(redis.call('HMGET', epoch, 'id', 'since', 'run_id', 'replid'))
-  if id and owner == runId and lineage == replid then
-    return id, since
+  local id, since, owner, lineage, evicted = unpack(redis.call('HMGET', epoch, 'id', 'since', 'run_id', 'replid', 'evicted'))
+  local evictedNow
+  if evictions or not id then
+    evictedNow = infoField(redis.call('INFO', 'stats'), 'evicted_keys')
   end
+  if id and owner == runId and lineage == replid then
+    -- An epoch begun before quorumlock counted evictions (0.1.x) starts counting now.
+    if not evicted then
+      redis.call('HSET', epoch, 'evicted', evictedNow or infoField(redis.call('INFO', 'stats'), 'evicted_keys'))
+    elseif evictions and evicted ~= evictedNow then
+      id = nil
+    end
+    if id then
+      return id, since
+    end
+  end
+  -- A script that skips the eviction check has not read the count yet: a new epoch records it.
+  evictedNow = evictedNow or infoField(redis.call('INFO', 'stats'), 'evicted_keys')
   redis.call('DEL', epoch)
   readTime()
+  -- The server's time to the µs: a member never begins two epochs in one µs, and a call bound to
+  -- an old epoch could find its id again only if the clock stepped back to that very µs.
   id = time[1] .. string.format('%06d', tonumber(time[2]))
   since = tostring(nowMs)
-  redis.call('HSET', epoch, 'id', id, 'since', since, 'run_id', runId, 'replid', replid)
+  redis.call('HSET', epoch, 'id', id, 'since', since, 'run_id', runId, 'replid', replid, 'evicted', evictedNow)
   return id, since
 end
 

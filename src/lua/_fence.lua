@@ -1,4 +1,4 @@
--- (Included by acquire.lua, fence.lua and trust.lua.) Fence counters in the epoch hash `epoch`: one per
+-- Fence counters in the epoch hash `epoch`: one per
 -- resource ('fence:<key>', the highest token raised for it here in this epoch), a member-wide
 -- 'floor' (covers every resource that has no counter of its own), and 'max' (the highest of
 -- them all, read to compute a floor). Per-resource counters let holders of different resources
@@ -6,6 +6,8 @@
 -- again for every resource, new ones included, after one repair (src/quorum/fence.ts).
 -- A reading is trusted when each resource has a counter written in this epoch, or the epoch is
 -- complete: declared brand new (genesis: absent means never used) or given a floor.
+-- Provides: fenceReading, raiseMax
+-- Needs: _compat.lua (unpack)
 local function fenceReading(epoch, n)
   local genesis, floor = unpack(redis.call('HMGET', epoch, 'genesis', 'floor'))
   local base

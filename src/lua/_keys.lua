@@ -1,4 +1,9 @@
--- (Included by acquire.lua, acquireShared.lua, release.lua, leave.lua and extendShared.lua.)
+-- The layout of KEYS, and what a script shares with the client by name: how many resources a call
+-- names (resourceCount; malformed refuses a wrong count), the shared mark (isShared), and the
+-- channel a waiter listens on (notify).
+-- Provides: resourceCount, malformed, SHARED_MARK, isShared, WAITER_CHANNEL, notify
+-- Needs: nothing
+
 -- KEYS hold 5 keys per resource: the n lock keys, then their n line keys, then their n lease
 -- keys, then their n reader keys, then their n handover keys (src/store/keys.ts, resourceKeys and
 -- KEYS_PER_RESOURCE), and `extra` keys after them (acquire, release, leave: the epoch hash). The number of resources, or nil for a malformed call, which the

@@ -1,4 +1,7 @@
--- (Included by acquire.lua, acquireShared.lua, release.lua and leave.lua, after now() is defined.) Shared holders and the line, per resource i of n.
+-- Shared holders and the line, per resource i of n: live readers, pruning the line (with its
+-- handover requests), taking back handover values, and whether a value holds a resource here.
+-- Provides: liveReaders, dropRequests, pruneLine, takeBack, holds
+-- Needs: _compat.lua (unpack), _keys.lua (isShared), _time.lua (now)
 --
 -- The readers key is a ZSET: a shared holder's lock value → when its hold ends, in ms on this
 -- member's clock (now + ttl when the script ran: the same timing as a lock key's PX). The key's

@@ -1,5 +1,7 @@
--- (Included by _epoch.lua and release.lua.) The server's clock, read once per script run: TIME
--- (libfaketime moves it), as ms for expiries and leases; `time` keeps the raw reply.
+-- The server's clock, read once per script run: TIME (libfaketime moves it), as ms for expiries
+-- and leases; `time` keeps the raw reply.
+-- Provides: nowMs, time, readTime, now
+-- Needs: nothing
 local nowMs
 local time
 local function readTime()

@@ -1,6 +1,8 @@
--- (Included by release.lua and leave.lua, after _epoch.lua and _readers.lua; KEYS end with the
--- epoch hash.) Who goes next once a resource is free: the head of its line is told, or handed
--- the lock outright when it asked for that (docs/handover.md has the whole argument).
+-- Who goes next once a resource is free: the head of its line is told, or handed the lock
+-- outright when it asked for that (docs/handover.md has the whole argument).
+-- Provides: handOver, wakeHead
+-- Needs: _time.lua (now), _keys.lua (isShared, notify), _epoch.lua (currentEpoch, quarantineLeft),
+--   _bound.lua (EPOCH, epochId), _readers.lua (liveReaders, pruneLine)
 
 -- Hands resource i of n to the writer `head`, as its handover request asks ("<value> <ttl ms>
 -- <quarantine ms> <stamp>", written by its own refused acquire on this member: acquire.lua), but
@@ -27,9 +29,9 @@ local function handOver(i, n, head, request)
     return nil
   end
   if tonumber(quarantine) > 0 then
-    local epoch = KEYS[#KEYS]
-    local epochId, since = currentEpoch(epoch)
-    if not epochId or quarantineLeft(epoch, since, tonumber(quarantine)) > 0 then
+    -- A hand-over grants on the key's absence, as an acquire does: an eviction ends the epoch.
+    local handEpoch, handSince = currentEpoch(EPOCH, true)
+    if handEpoch ~= epochId or quarantineLeft(EPOCH, handSince, tonumber(quarantine)) > 0 then
       return nil
     end
   end

@@ -23,28 +23,20 @@
 -- lock, and this attempt came first).
 -- #include _compat.lua
 -- #include _keys.lua
-local n = resourceCount(1)
+-- #include _epoch.lua
+local EVICTIONS = true
+-- #include _bound.lua
+local n = resourceCount(0)
 if not n then
   return malformed(' and the epoch key')
 end
-local epoch = KEYS[#KEYS]
+local epoch = EPOCH
 local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 local handover, stamp, abandoned = ARGV[9] or '', ARGV[10] or '', ARGV[11] or ''
--- #include _epoch.lua
 -- #include _fence.lua
 -- #include _readers.lua
 -- #include _acquired.lua
-
--- The epoch of this server's data, read before anything is written: a member that is not a
--- plain master is refused outright.
-local epochId, since
-if quarantine > 0 or fencing then
-  epochId, since = currentEpoch(epoch)
-  if not epochId then
-    return {4}
-  end
-end
 
 -- Asks to be handed the lock at a release (_wake.lua, handOver), with the place in line a refused
 -- attempt with a lease takes or keeps (its lease, at least the ttl, starts now: a hand-over by

@@ -17,28 +17,22 @@
 -- like a PX key, lives ttl from a moment after that start.
 -- #include _compat.lua
 -- #include _keys.lua
-local n = resourceCount(1)
+-- #include _epoch.lua
+local EVICTIONS = true
+-- #include _bound.lua
+local n = resourceCount(0)
 if not n then
   return malformed(' and the epoch key')
 end
-local epoch = KEYS[#KEYS]
+local epoch = EPOCH
 local value, ttl, waiter, ticket, lease = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
 local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
 if not isShared(value) or not isShared(waiter) then
   return redis.error_reply('quorumlock: a shared acquire needs a shared value and waiter id')
 end
--- #include _epoch.lua
 -- #include _fence.lua
 -- #include _readers.lua
 -- #include _acquired.lua
-
-local epochId, since
-if quarantine > 0 or fencing then
-  epochId, since = currentEpoch(epoch)
-  if not epochId then
-    return {4}
-  end
-end
 
 local heldFor, ahead, forever, lined = -1, false, false, nil
 for i = 1, n do

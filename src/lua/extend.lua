@@ -6,7 +6,11 @@
 --   -1  taken: some key holds another value (another owner's).
 -- Further refusals (an epoch check, say) take further negative codes. A gone key is never set
 -- again here: re-creating it would hide the gap in which another owner could have held it.
--- Try it: redis-cli --eval extend.lua orders:42 , my-value 10000
+-- KEYS end with the epoch hash and ARGV start with the epoch id (_bound.lua).
+-- #include _compat.lua
+-- #include _epoch.lua
+local EVICTIONS = false
+-- #include _bound.lua
 local gone = false
 for i = 1, #KEYS do
   local held = redis.call('GET', KEYS[i])

@@ -8,11 +8,13 @@
 -- (-1, taken, does not arise: a reader's entry is its own, nobody else writes it.)
 -- #include _compat.lua
 -- #include _keys.lua
+-- #include _epoch.lua
+local EVICTIONS = false
+-- #include _bound.lua
 local n = resourceCount(0)
 if not n then
   return malformed('')
 end
--- #include _time.lua
 local value, ttl = ARGV[1], tonumber(ARGV[2])
 for i = 1, n do
   local ends = tonumber(redis.call('ZSCORE', KEYS[3 * n + i], value))

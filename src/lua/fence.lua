@@ -31,21 +31,23 @@
 -- per-resource counter, so their tokens are ordered against each other by the same argument: a
 -- token is written while its holder holds, before any later holder of the other kind could
 -- (acquire.lua and acquireShared.lua exclude each other on a member).
+-- #include _compat.lua
+-- #include _epoch.lua
+local EVICTIONS = false
+-- #include _bound.lua
+-- #include _fence.lua
 local shared = string.sub(ARGV[1], 1, 1) == '~'
-local n = #KEYS - 1
+local n = #KEYS
 if shared then
   n = math.floor(n / 2)
 end
-if n < 1 or (shared and #KEYS ~= 2 * n + 1) then
-  return redis.error_reply('quorumlock: expected the lock keys (then, shared, the reader keys) and the epoch key, got ' .. #KEYS)
+if n < 1 or (shared and #KEYS ~= 2 * n) then
+  return redis.error_reply('quorumlock: expected the lock keys (then, shared, the reader keys) and the epoch key, got ' .. #KEYS + 1)
 end
--- #include _compat.lua
--- #include _epoch.lua
--- #include _fence.lua
-local epoch = KEYS[#KEYS]
+local epoch = EPOCH
 local proposed, sync, floor = tonumber(ARGV[2]), ARGV[3] == 'sync', tonumber(ARGV[5] or '')
-local current = currentEpoch(epoch)
-if not current or (ARGV[4] ~= '' and current ~= ARGV[4]) or (sync and ARGV[4] == '') then
+local current = epochId
+if (ARGV[4] ~= '' and current ~= ARGV[4]) or (sync and ARGV[4] == '') then
   return {0, 0, 0, '', 0, 0}
 end
 if not sync then

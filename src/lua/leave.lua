@@ -5,11 +5,13 @@
 -- handover values ('' = none, space-separated: _readers.lua, takeBack).
 -- #include _compat.lua
 -- #include _keys.lua
-local n = resourceCount(1)
+-- #include _epoch.lua
+local EVICTIONS = false
+-- #include _bound.lua
+local n = resourceCount(0)
 if not n then
   return malformed(' and the epoch key')
 end
--- #include _epoch.lua
 -- #include _readers.lua
 -- #include _wake.lua
 local waiter, abandoned = ARGV[1], ARGV[2] or ''

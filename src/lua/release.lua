@@ -14,11 +14,13 @@
 -- Returns how many lock keys (or reader entries) holding `value` were deleted.
 -- #include _compat.lua
 -- #include _keys.lua
-local n = resourceCount(1)
+-- #include _epoch.lua
+local EVICTIONS = false
+-- #include _bound.lua
+local n = resourceCount(0)
 if not n then
   return malformed(' and the epoch key')
 end
--- #include _epoch.lua
 -- #include _readers.lua
 -- #include _wake.lua
 local value, leaving, abandoned = ARGV[1], ARGV[2] or '', ARGV[3] or ''

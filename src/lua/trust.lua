@@ -9,19 +9,19 @@
 --   issued (e.g. the highest token the protected resources have accepted); it becomes the
 --   epoch's floor (every resource reads at least it, trusted). The quarantine is not touched.
 -- Returns the quarantine ms that was left before ('new'), or the floor now ('floor').
+-- KEYS: the epoch hash; ARGV start with the epoch id the operator's call is bound to (_bound.lua):
+-- a trust re-sent to a restarted member finds another epoch there and trusts nothing.
 -- #include _compat.lua
 -- #include _epoch.lua
+local EVICTIONS = true
+-- #include _bound.lua
 -- #include _fence.lua
-local id, since = currentEpoch(KEYS[1])
-if not id then
-  return redis.error_reply('quorumlock: this server is not a plain master; only masters can be trusted')
-end
 if ARGV[1] == 'floor' then
-  local floor = math.max(tonumber(redis.call('HGET', KEYS[1], 'floor') or '0'), tonumber(ARGV[2]))
-  redis.call('HSET', KEYS[1], 'floor', floor)
-  raiseMax(KEYS[1], floor)
+  local floor = math.max(tonumber(redis.call('HGET', EPOCH, 'floor') or '0'), tonumber(ARGV[2]))
+  redis.call('HSET', EPOCH, 'floor', floor)
+  raiseMax(EPOCH, floor)
   return floor
 end
-local left = quarantineLeft(KEYS[1], since, tonumber(ARGV[2] or '0'))
-redis.call('HSET', KEYS[1], 'genesis', '1')
+local left = quarantineLeft(EPOCH, since, tonumber(ARGV[2] or '0'))
+redis.call('HSET', EPOCH, 'genesis', '1')
 return left

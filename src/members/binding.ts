@@ -6,7 +6,7 @@
  *
  * The safety argument. The run id tells the epoch script which process it runs in, and that is
  * what keeps a command ioredis re-sent to a new process after a reconnect, or a delayed one,
- * from acting there as if in the epoch it was meant for (realities.md). A bound copy may state it
+ * from acting there as if in the epoch it was meant for (docs/internals.md#re-send-after-reconnect). A bound copy may state it
  * only if it can run nowhere else. It cannot:
  * - a script cache belongs to one process: it starts empty, is not persisted (RDB, AOF), and
  *   since Redis 7 is not replicated (scripts replicate as their effects; SCRIPT LOAD is not
@@ -34,7 +34,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Logger } from '../options/settings.js';
+import type { Logger } from '../diagnostics.js';
 import { BINDABLE, boundLua, type Bindable } from '../store/scripts.js';
 import { hasRunId, keepsScriptsLocal, serverFacts, type ServerFacts } from '../store/server.js';
 import type { ServerWatch } from './watch.js';
@@ -56,9 +56,18 @@ const LOAD_TIMEOUT_MS = 2_000;
 /** One binding per client, however many Redlocks share it (as the server watch: watch.ts). */
 const bindings = new WeakMap<object, ScriptBinding>();
 
-export function bindingOf(client: Redis, server: ServerWatch, member: string, logger: Logger, usable: boolean): ScriptBinding {
-  let binding = bindings.get(client);
-  if (!binding) bindings.set(client, (binding = new ScriptBinding(client, server, member, logger, usable)));
+/** What a binding needs of its member: the client, its server watch, its name, a logger; `usable`: its topology allows binding. */
+export interface BindingOf {
+  client: Redis;
+  server: ServerWatch;
+  member: string;
+  logger: Logger;
+  usable: boolean;
+}
+
+export function bindingOf(of: BindingOf): ScriptBinding {
+  let binding = bindings.get(of.client);
+  if (!binding) bindings.set(of.client, (binding = new ScriptBinding(of)));
   return binding;
 }
 
@@ -73,7 +82,7 @@ export class ScriptBinding {
   #off: boolean;
   #loading = false;
 
-  constructor(client: Redis, server: ServerWatch, member: string, logger: Logger, usable: boolean) {
+  constructor({ client, server, member, logger, usable }: BindingOf) {
     this.#client = client;
     this.#server = server;
     this.#member = member;

@@ -6,15 +6,17 @@
  */
 import { Command, type Redis } from 'ioredis';
 import { nextTick } from 'node:process';
-import type { Logger } from '../options/settings.js';
+import type { Logger } from '../diagnostics.js';
 import { BINDABLE, keepOutOfAutoPipelining, registerScripts, scriptCommand, type Bindable, type ScriptCommand, type ScriptName } from '../store/scripts.js';
 import { bindingOf, type ScriptBinding } from './binding.js';
 import {
   acquireArgs,
   decodeAcquire,
+  decodeEpoch,
   decodeExtend,
   decodeFence,
   decodeLeaderRead,
+  decodePermits,
   extendArgs,
   fenceArgs,
   isShared,
@@ -28,20 +30,37 @@ import {
   type ExtendReply,
   type FenceReply,
   type LeaderReading,
+  type PermitCounts,
   type Locked,
   type Refusal,
 } from '../store/protocol.js';
 import { leaderRecordKey, readersKeysIn } from '../store/keys.js';
 import { clusterTopology } from './cluster.js';
 import { isClusterClient, keyPrefixOf, memberId, type MemberClient } from './id.js';
-import type { Member } from './member.js';
+import type { ExtendCall, FenceCall, LeaveCall, Member, Open, ReleaseCall } from './member.js';
 import { serverTopology } from './server.js';
 import type { Topology } from './topology.js';
 import { watchServer, type ServerWatch } from './watch.js';
+import { epochBookOf, type EpochBook } from './epochs.js';
+import { codes, epochTooNewError } from '../errors.js';
 import { serverIdentity, whyNotCounting } from '../store/server.js';
 
 /** Calls per socket write in a burst (#call). Each of our calls is 1 to 3 buffers for ioredis. */
 const CORK_BATCH = 256;
+
+/**
+ * One script call, as data: which script, its keys and its arguments, and for a write the epoch
+ * hash it is bound to (#write fills in the epoch id: members/epochs.ts).
+ */
+interface ScriptCall {
+  script: ScriptName;
+  keys: readonly string[];
+  args: readonly string[];
+  epochKey?: string;
+}
+
+/** Cleanups (release, leave) are wanted until they ran: see release(). */
+const always: Open = () => true;
 
 export class RedisMember implements Member {
   readonly id: string;
@@ -58,8 +77,8 @@ export class RedisMember implements Member {
   readonly #binding: ScriptBinding;
   /** Set by the Redlock when another of its members is the same server (by run id). */
   #duplicateOf: string | undefined;
-  /** Per epoch key: the epoch (its id) last seen past a quarantine of `quarantineMs`. */
-  readonly #settled = new Map<string, { id: string; quarantineMs: number }>();
+  /** The epochs last read here, per epoch hash: every write is bound to one (epochs.ts). */
+  readonly #epochs: EpochBook;
 
   constructor(client: MemberClient, logger: Logger) {
     this.id = memberId(client);
@@ -73,7 +92,18 @@ export class RedisMember implements Member {
     // One ordered path for our calls, whatever the user's enableAutoPipelining says (see #call).
     keepOutOfAutoPipelining(client as Redis);
     this.#server = watchServer(client, this.id, logger, this.#topology.readFacts);
-    this.#binding = bindingOf(client as Redis, this.#server, this.id, logger, this.#topology.oneSocket && this.#topology.readFacts !== undefined);
+    const usable = this.#topology.oneSocket && this.#topology.readFacts !== undefined;
+    this.#binding = bindingOf({ client: client as Redis, server: this.#server, member: this.id, logger, usable });
+    const single = this.#topology.oneSocket ? this.#topology.everyEpochKey()[0] : undefined;
+    this.#epochs = epochBookOf(client, this.id, (epochKey) => this.#readEpoch(epochKey).then(({ id }) => id), single);
+  }
+
+  /**
+   * Sends a script that writes, bound to the epoch last read on `epochKey` (epochs.ts): the only
+   * way a writing script is sent. Its KEYS get the epoch hash last, its ARGV the epoch id first.
+   */
+  #write<T>(command: ScriptCall & { epochKey: string }, open?: Open): Promise<T> {
+    return this.#epochs.bind(command.epochKey, (epochId) => this.#call<T>(command, epochId), open);
   }
 
   /** Options of our EVALSHA commands: the same for every call. */
@@ -89,11 +119,11 @@ export class RedisMember implements Member {
    * always written after the acquire it undoes (src/quorum/release.ts relies on it). An earlier
    * version wrote the first call of a tick directly and later ones through ioredis'
    * auto-pipelining queue, which flushes later and not while another batch awaits replies: a
-   * direct release then overtook its own acquire and left the key behind (realities.md).
+   * direct release then overtook its own acquire and left the key behind (docs/internals.md#auto-pipelining).
    * Batching stays, in order: the first call in a tick corks the socket and the end of the tick
    * uncorks it, so the tick's calls share one write syscall.
    */
-  #call<T>(script: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
+  #call<T>({ script, keys, args, epochKey }: ScriptCall, epochId?: string): Promise<T> {
     // libuv writes at most 1024 buffers per writev: a burst of thousands of calls in one corked
     // tick would go out a thousand per event-loop turn. Flushing every CORK_BATCH calls keeps a
     // burst one write per batch, all in this tick, still in call order.
@@ -116,33 +146,49 @@ export class RedisMember implements Member {
     }
     const sha = script in BINDABLE ? this.#binding.shaFor(script as Bindable) : undefined;
     // Arguments as strings: what ioredis would make of numbers anyway, one conversion fewer each.
+    const flat = epochKey === undefined ? [String(keys.length), ...keys, ...args] : [String(keys.length + 1), ...keys, epochKey, epochId!, ...args];
     if (sha === undefined) {
       let command = this.#commands.get(script);
       if (command === undefined) this.#commands.set(script, (command = scriptCommand(this.#client, script)));
-      return command(String(keys.length), ...keys, ...args) as Promise<T>;
+      return command(...(flat as [string, ...string[]])) as Promise<T>;
     }
     // A bound copy: by EVALSHA only, never EVAL (binding.ts). The same write path as every other
     // call (sendCommand is what the script commands end in), so the order of calls is kept.
-    const command = new Command('evalsha', [sha, String(keys.length), ...keys, ...args], this.#commandOptions);
+    flat.unshift(sha);
+    const command = new Command('evalsha', flat, this.#commandOptions);
     return (this.#client.sendCommand(command) as Promise<T>).catch((error: Error) => {
       if (error.message.includes('NOSCRIPT')) this.#binding.missing(sha);
       throw error;
     });
   }
 
-  async acquire(resources: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
+  async acquire(resources: readonly string[], request: AcquireRequest, open?: Open): Promise<Locked | Refusal> {
     const epochKey = this.#topology.epochKeyOf(resources);
-    const known = this.#settled.get(epochKey);
-    const settled = known !== undefined && known.quarantineMs === request.quarantineMs ? known.id : '';
     const script = isShared(request.value) ? 'quorumlockAcquireShared' : 'quorumlockAcquire';
-    const reply = await this.#call<number | unknown[]>(script, this.#topology.keysAndEpochOf(resources), acquireArgs(request, settled));
+    // `settled` is read when the call is bound (after a first epoch read, if one was needed).
+    let settled = '';
+    const reply = await this.#epochs
+      .bind(
+        epochKey,
+        (epochId) => {
+          settled = this.#epochs.settledId(epochKey, request.quarantineMs);
+          return this.#call<number | unknown[]>({ script, keys: this.#topology.keysOf(resources), args: acquireArgs(request, settled), epochKey }, epochId);
+        },
+        open,
+      )
+      .catch((error: { code?: string }) => {
+        // A server that is not a plain master set nothing and never counts, as before the binding.
+        if (error.code === codes.QUORUMLOCK_ERR_NOT_MASTER) return undefined;
+        throw error;
+      });
+    if (reply === undefined) return { quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' };
     const answer = decodeAcquire(reply, settled, request.fencing);
     if ('why' in answer) return answer;
     // A client that was still connecting ran our call before its INFO ('ready' fires after
     // ioredis flushed its queues): wait for that reading before this yes may count.
     if (this.#server.facts === undefined) await this.#server.firstReading;
     // Past its quarantine: remember the epoch, so the script can skip reading the time next time.
-    if (answer.quarantinedForMs === 0 && answer.epoch !== undefined) this.#settled.set(epochKey, { id: answer.epoch, quarantineMs: request.quarantineMs });
+    if (answer.quarantinedForMs === 0 && answer.epoch !== undefined) this.#epochs.settle(epochKey, answer.epoch, request.quarantineMs);
     const why = answer.notCounting ?? this.notCounting;
     return why === undefined ? answer : { ...answer, quarantinedForMs: NOT_COUNTING, notCounting: why };
   }
@@ -152,17 +198,30 @@ export class RedisMember implements Member {
     return this.#server.facts && whyNotCounting(this.#server.facts);
   }
 
-  extend(resources: readonly string[], value: string, ttlMs: number): Promise<ExtendReply> {
-    if (isShared(value)) return this.#call<number>('quorumlockExtendShared', this.#topology.keysOf(resources), extendArgs(value, ttlMs)).then(decodeExtend);
-    return this.#call<number>('quorumlockExtend', resources, extendArgs(value, ttlMs)).then(decodeExtend);
+  /** The KEYS of the scripts that keep lines (resourceKeys), and the epoch hash they are bound to. */
+  #lines(resources: readonly string[]): { keys: readonly string[]; epochKey: string } {
+    return { keys: this.#topology.keysOf(resources), epochKey: this.#topology.epochKeyOf(resources) };
   }
 
-  release(resources: readonly string[], value: string, leaving?: string, abandoned?: string): Promise<number> {
-    return this.#call('quorumlockRelease', this.#topology.keysAndEpochOf(resources), releaseArgs(value, leaving, abandoned));
+  extend(resources: readonly string[], call: ExtendCall, open?: Open): Promise<ExtendReply> {
+    const shared = isShared(call.value);
+    const keys = shared ? this.#topology.keysOf(resources) : resources;
+    const script = shared ? 'quorumlockExtendShared' : 'quorumlockExtend';
+    return this.#write<number>({ script, keys, epochKey: this.#topology.epochKeyOf(resources), args: extendArgs(call) }, open).then(decodeExtend);
   }
 
-  leave(resources: readonly string[], waiterId: string, abandoned?: string): Promise<number> {
-    return this.#call('quorumlockLeave', this.#topology.keysAndEpochOf(resources), leaveArgs(waiterId, abandoned));
+  /**
+   * A release (or a leave) refused for another epoch is always sent again, bound to the epoch
+   * found, whether or not its round still waits: it only takes away what is ours, and it must
+   * follow an acquire that was itself sent again into that epoch (calls keep their order, so the
+   * acquire's second copy is written before this one's).
+   */
+  release(resources: readonly string[], call: ReleaseCall): Promise<number> {
+    return this.#write({ script: 'quorumlockRelease', ...this.#lines(resources), args: releaseArgs(call) }, always);
+  }
+
+  leave(resources: readonly string[], call: LeaveCall): Promise<number> {
+    return this.#write({ script: 'quorumlockLeave', ...this.#lines(resources), args: leaveArgs(call) }, always);
   }
 
   /**
@@ -173,30 +232,49 @@ export class RedisMember implements Member {
     return this.#server.facts !== undefined && this.notCounting === undefined;
   }
 
-  async fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync', epoch: string, floor?: number): Promise<FenceReply> {
-    const reply = await this.#call<unknown[]>(
-      'quorumlockFence',
-      // A shared value holds by its reader entries: fence.lua checks those (the last n of keysOf).
-      isShared(value)
-        ? [...resources, ...readersKeysIn(this.#topology.keysOf(resources), resources.length), this.#topology.epochKeyOf(resources)]
-        : [...resources, this.#topology.epochKeyOf(resources)],
-      fenceArgs(value, token, mode, epoch, floor),
+  async fence(resources: readonly string[], call: FenceCall, open?: Open): Promise<FenceReply> {
+    // A shared value holds by its reader entries: fence.lua checks those (the last n of keysOf).
+    const keys = isShared(call.value) ? [...resources, ...readersKeysIn(this.#topology.keysOf(resources), resources.length)] : resources;
+    return decodeFence(
+      await this.#write<unknown[]>({ script: 'quorumlockFence', keys, epochKey: this.#topology.epochKeyOf(resources), args: fenceArgs(call) }, open),
     );
-    return decodeFence(reply);
   }
 
   // --- for the Redlock, the CLI and the waiting line; not part of the algorithm's Member ---------
 
   /** Elections (src/election/): writes the leader record of `resource` if its lock holds `value` here (election.lua). */
   writeLeader(resource: string, value: string, term: number, id: string): Promise<boolean> {
-    return this.#call<number>('quorumlockElection', [resource, leaderRecordKey(resource, this.keyPrefix)], writeLeaderArgs(value, term, id)).then(
-      (reply) => reply === 1,
+    const keys = [resource, leaderRecordKey(resource, this.keyPrefix)];
+    return this.#write<number>({
+      script: 'quorumlockLeader',
+      keys,
+      epochKey: this.#topology.epochKeyOf([resource]),
+      args: writeLeaderArgs(value, term, id),
+    }).then((reply) => reply === 1);
+  }
+
+  /**
+   * Elections: the leader record of `resource` as this member has it, with its lock key's PTTL and
+   * the member's quarantine left (of `quarantineMs`, 0 = off) in the epoch of that slot (election.lua).
+   */
+  readLeader(resource: string, quarantineMs: number): Promise<LeaderReading> {
+    const keys = [resource, leaderRecordKey(resource, this.keyPrefix), this.#topology.epochKeyOf([resource])];
+    return this.#call<unknown>({ script: 'quorumlockElection', keys, args: readLeaderArgs(quarantineMs) }).then(decodeLeaderRead);
+  }
+
+  /**
+   * Semaphores (src/semaphore/): each permit's lock key PTTL and line length here (permits.lua), on
+   * the ordered path like every call. A read: bound to no epoch. `resources`: the permit keys.
+   */
+  readPermits(resources: readonly string[]): Promise<PermitCounts> {
+    return this.#call<unknown>({ script: 'quorumlockPermits', keys: this.#topology.keysOf(resources), args: [] }).then((reply) =>
+      decodePermits(reply, resources.length),
     );
   }
 
-  /** Elections: the leader record of `resource` as this member has it, with its lock key's PTTL (election.lua). */
-  readLeader(resource: string): Promise<LeaderReading> {
-    return this.#call<unknown>('quorumlockElection', [resource, leaderRecordKey(resource, this.keyPrefix)], readLeaderArgs()).then(decodeLeaderRead);
+  /** The epoch of `epochKey` as the member has it now (epoch.lua): its id, and how long ago it began. */
+  #readEpoch(epochKey: string): Promise<{ id: string; ageMs: number }> {
+    return this.#call<[string, number]>({ script: 'quorumlockEpoch', keys: [epochKey], args: [] }).then(decodeEpoch);
   }
 
   /**
@@ -205,17 +283,35 @@ export class RedisMember implements Member {
    * (of `quarantineMs`) that were left. On a cluster, for every slot's epoch.
    */
   trust(quarantineMs: number): Promise<number> {
-    return this.#onEveryEpoch('new', quarantineMs);
+    return this.#onEveryEpoch(trustArgs('new', quarantineMs));
   }
 
   /** Raises the fence counter of the current epoch to at least `floor` and trusts it (trust.lua 'floor'). */
   restoreFencing(floor: number): Promise<number> {
-    return this.#onEveryEpoch('floor', floor);
+    return this.#onEveryEpoch(trustArgs('floor', floor));
   }
 
-  /** The largest reply of trust.lua on every epoch hash of the member. */
-  async #onEveryEpoch(mode: 'new' | 'floor', n: number): Promise<number> {
-    const replies = await Promise.all(this.#topology.everyEpochKey().map((key) => this.#call<number>('quorumlockTrust', [key], trustArgs(mode, n))));
+  /**
+   * The largest reply of trust.lua on every epoch hash of the member, each call bound to the epoch
+   * read for it in this call (#write). An operator speaks of the members as they were when the
+   * call began: a reading that may come from another server process (the connection was lost
+   * when the call began, or became ready again meanwhile: ioredis re-sends an unanswered read to
+   * a restarted process) is refused, not trusted. A client's very first connection is accepted. (A Cluster's node restarts do not show in its
+   * client's readiness: there only the binding of the write itself holds.)
+   */
+  async #onEveryEpoch(args: string[]): Promise<number> {
+    // A client that never connected yet (a one-off script's): its first connection is the one meant.
+    const first = this.#server.connections === 0;
+    const connection = first ? 1 : this.#server.connections;
+    const ready = first || this.#client.status === 'ready';
+    const replies = await Promise.all(
+      this.#topology.everyEpochKey().map(async (key) => {
+        const { id } = await this.#readEpoch(key);
+        if (!ready || this.#server.connections !== connection) throw epochTooNewError(this.id, id);
+        this.#epochs.adopt(key, id);
+        return this.#write<number>({ script: 'quorumlockTrust', keys: [], epochKey: key, args });
+      }),
+    );
     return Math.max(...replies);
   }
 

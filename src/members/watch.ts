@@ -4,7 +4,7 @@
  * is added to any lock operation.
  */
 import type { Cluster, Redis } from 'ioredis';
-import type { Logger } from '../options/settings.js';
+import type { Logger } from '../diagnostics.js';
 import { whyNotCounting, type ServerFacts } from '../store/server.js';
 
 /** What the server said about itself at its last (re)connect or refresh; undefined until then. */
@@ -12,6 +12,11 @@ export interface ServerWatch {
   facts: ServerFacts | undefined;
   /** The connection was lost since `facts` were read: they may be another process's now. */
   stale: boolean;
+  /**
+   * How many times the client's connection became ready: a reply to a call made before the last
+   * change may come from another server process (ioredis re-sends unanswered calls after a reconnect).
+   */
+  connections: number;
   /** Settles once the first reading succeeded or failed. */
   readonly firstReading: Promise<void>;
   /** Called after every reading, and when the connection is lost (the Redlock checks for duplicate members). */
@@ -38,7 +43,13 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
   const known = watches.get(client);
   if (known) return known;
   let settleFirst!: () => void;
-  const watch: ServerWatch = { facts: undefined, stale: false, firstReading: new Promise<void>((resolve) => (settleFirst = resolve)), listeners: new Set() };
+  const watch: ServerWatch = {
+    facts: undefined,
+    stale: false,
+    connections: client.status === 'ready' ? 1 : 0,
+    firstReading: new Promise<void>((resolve) => (settleFirst = resolve)),
+    listeners: new Set(),
+  };
   watches.set(client, watch);
   if (readFacts === undefined) {
     settleFirst();
@@ -61,7 +72,10 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
       .finally(settleFirst);
   };
   read();
-  client.on('ready', read);
+  client.on('ready', () => {
+    watch.connections++;
+    read();
+  });
   client.on('close', () => {
     watch.stale = true;
     for (const listener of watch.listeners) listener();

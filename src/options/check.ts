@@ -7,9 +7,19 @@ import { type Clock, driftMs, systemClock } from '../clock/index.js';
 import { memberId, type MemberClient } from '../members/id.js';
 import { isReservedName, RESERVED_NAMES } from '../store/keys.js';
 import { argumentError } from '../errors.js';
+import type { Logger } from '../diagnostics.js';
 import { clusterPrefixWorks, slotOf } from '../store/slots.js';
-import { checkOptionNames, redlockOptionNames } from './names.js';
-import { defaults, MAX_TTL_MS, silentLogger, type AcquireOptions, type AttemptPolicy, type Logger, type RedlockOptions, type Settings } from './settings.js';
+import { checkOptionNames, operatorOptionNames, redlockOptionNames } from './names.js';
+import {
+  defaults,
+  MAX_TTL_MS,
+  silentLogger,
+  type AcquireOptions,
+  type AttemptPolicy,
+  type OperatorOptions,
+  type RedlockOptions,
+  type Settings,
+} from './settings.js';
 
 function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
@@ -264,4 +274,13 @@ export function checkFenceFloor(value: unknown): number {
   const floor = checkNumber('floor', value, { min: 1, integer: true });
   if (floor > Number.MAX_SAFE_INTEGER) throw argumentError(RangeError, 'floor', `must be an integer in [1, ${Number.MAX_SAFE_INTEGER}], got ${show(value)}`);
   return floor;
+}
+
+/** An operator call's options (trustMembers, restoreFencing): its per-member deadline, ms. */
+export function checkOperatorOptions(options: OperatorOptions | undefined): number {
+  checkOptionsObject(options);
+  checkOptionNames(options, operatorOptionNames);
+  const timeoutMs = options?.timeoutMs === undefined ? 10_000 : checkNumber('timeoutMs', options.timeoutMs, { min: 1 });
+  if (timeoutMs > 600_000) throw argumentError(RangeError, 'timeoutMs', `must be in [1, 600000] ms, got ${show(options?.timeoutMs)}`);
+  return timeoutMs;
 }

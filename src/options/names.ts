@@ -83,6 +83,8 @@ export const tryAcquireOptionNames = names('tryAcquire()', ['signal', 'fencing',
   reentrant: 'is an acquire() and using() option: a nested acquire never waits, so use acquire() with it',
 });
 
+export const operatorOptionNames = names('trustMembers() and restoreFencing()', ['timeoutMs'], {});
+
 export const usingOptionNames = names('using()', [...acquireNames, 'extendThreshold', 'maxExtensions'], {
   ...perCallHints,
   automaticExtensionThreshold:

@@ -3,14 +3,7 @@
  * (options/check.ts). Types and data only.
  */
 import type { Clock } from '../clock/index.js';
-
-/** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
-export interface Logger {
-  debug(object: object, message: string): void;
-  info(object: object, message: string): void;
-  warn(object: object, message: string): void;
-  error(object: object, message: string): void;
-}
+import type { Logger } from '../diagnostics.js';
 
 /** The options of `new Redlock(clients, options)`. Any other name is refused (QUORUMLOCK_ERR_UNKNOWN_OPTION). */
 export interface RedlockOptions {
@@ -52,6 +45,12 @@ export interface RedlockOptions {
    * that only for a Redlock that asks. An integer from 0 to 1000.
    */
   maxReentrancy?: number;
+}
+
+/** Options of an operator's call on every member (trustMembers, restoreFencing). Any other name is refused. */
+export interface OperatorOptions {
+  /** How long to wait for each member before reporting it 'timeout' (ms, default 10 000, at most 600 000). */
+  timeoutMs?: number;
 }
 
 /** The options of one `acquire()` (tryAcquire() takes signal, fencing and waitTimeout). Any other name is refused. */

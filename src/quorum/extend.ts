@@ -14,7 +14,7 @@
  * Why "before D" is needed, and "Q1 still holds our value" is not enough: our value can be set
  * again after a gap. ioredis re-sends unanswered commands after a reconnect and writes commands
  * queued while disconnected to whatever answers next, and a delayed link delivers an acquire
- * late (realities.md, "Re-send after reconnect"); that acquire finds the key free (the old one
+ * late (docs/internals.md#re-send-after-reconnect); that acquire finds the key free (the old one
  * expired, another owner came and went) and sets our value again. An extend that then finds it
  * proves nothing about the gap. So a quorum reached at or after D loses the lock ('lapsed').
  *
@@ -27,14 +27,14 @@
  * "Reached" is the moment the quorum-th 'locked' answer was read (its vote's `ms` from the
  * round's start, on the same monotonic clock), not when the caller got around to looking:
  * the member ran the script before its reply was read, so that moment is a safe upper bound, and
- * a stalled event loop after it (realities.md, "Node's event loop") costs nothing.
+ * a stalled event loop after it (docs/internals.md#timers-before-io) costs nothing.
  */
 import { deadlineOf, driftMs } from '../clock/index.js';
 import type { LossCause } from '../errors.js';
-import type { Member } from '../members/member.js';
+import type { Member, Open } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { runRound, type RoundResult } from './round.js';
-import { quorumOf } from './tally.js';
+import { quorumOf } from '../tally.js';
 
 /**
  * What a member said to our extend: 'locked' = every key held our value and now has the new TTL;
@@ -44,8 +44,9 @@ import { quorumOf } from './tally.js';
 export type ExtendAnswer = 'locked' | 'absent' | 'taken';
 
 export function extendSender(resources: readonly string[], value: string, ttl: number) {
-  return (member: Member): Promise<ExtendAnswer> =>
-    member.extend(resources, value, ttl).then((status) => (status === 'extended' ? 'locked' : status === 'gone' ? 'absent' : 'taken'));
+  const call = { value, ttlMs: ttl };
+  return (member: Member, _index: number, open: Open): Promise<ExtendAnswer> =>
+    member.extend(resources, call, open).then((status) => (status === 'extended' ? 'locked' : status === 'gone' ? 'absent' : 'taken'));
 }
 
 export type ExtendResult =
@@ -118,19 +119,23 @@ export function decideExtension(round: RoundResult<ExtendAnswer>, previousDeadli
   return failed('unavailable', undefined);
 }
 
+/** An extend: the held lock (its value on its resources, on these members), the new ttl, and the deadline that holds now. */
+export interface ExtendRequest {
+  members: readonly Member[];
+  settings: Pick<Settings, 'nodeTimeout' | 'clock' | 'driftFactor'>;
+  resources: readonly string[];
+  value: string;
+  ttl: number;
+  previousDeadline: number;
+}
+
 /**
  * Runs the extend script on every member and decides. The round waits at most nodeTimeout, and
  * never past the previous deadline: a quorum completed after it could not count anyway.
  * The caller checks that the previous deadline lies ahead.
  */
-export async function extendOn(
-  members: readonly Member[],
-  settings: Pick<Settings, 'nodeTimeout' | 'clock' | 'driftFactor'>,
-  resources: readonly string[],
-  value: string,
-  ttl: number,
-  previousDeadline: number,
-): Promise<ExtendResult> {
+export async function extendOn(request: ExtendRequest): Promise<ExtendResult> {
+  const { members, settings, resources, value, ttl, previousDeadline } = request;
   const { clock } = settings;
   const round = await runRound<ExtendAnswer>({
     operation: 'extend',

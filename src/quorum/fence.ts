@@ -5,11 +5,30 @@ import type { Member } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { isShared } from '../store/protocol.js';
 import { runRound } from './round.js';
-import { quorumOf } from './tally.js';
+import { quorumOf } from '../tally.js';
 import { isLocked, type LockAnswer } from './votes.js';
 
 /** What a member's acquire answer said about the lock's fence counters; undefined where it was not read. */
 export type FenceReading = { highest: number; trusted: boolean } | undefined;
+
+/**
+ * What the acquire round learns for fencing: counters where the keys were set, and the epochs past
+ * their quarantine. Kept beside the votes, not in them: answers that arrive after the round was
+ * decided (their votes say 'pending') still name epochs a fence sync may go to (fenceToken).
+ */
+export interface FenceView {
+  readings: FenceReading[];
+  epochs: (string | undefined)[];
+}
+
+/** The lock a token is issued for: its value on its resources, on these members, just won. */
+export interface FencedLock {
+  members: readonly Member[];
+  settings: Pick<Settings, 'nodeTimeout' | 'clock'>;
+  resources: readonly string[];
+  value: string;
+  signal?: AbortSignal | undefined;
+}
 
 /** An established token, and the sync that repairs the members that did not take it. */
 export interface Fence {
@@ -55,20 +74,14 @@ export interface Fence {
  * members loses its data at once; then Redlock.restoreFencing() is the operator's way back
  * (README, "Fencing").
  */
-export async function fenceToken(
-  members: readonly Member[],
-  settings: Settings,
-  resources: readonly string[],
-  value: string,
-  readings: readonly FenceReading[],
-  epochs: readonly (string | undefined)[],
-  signal: AbortSignal | undefined,
-): Promise<Fence | undefined> {
+export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): Promise<Fence | undefined> {
+  const { members, settings, resources, value, signal } = lock;
+  const { readings, epochs } = view;
   // `readings` has holes where members were not waited for: for...of reads them as undefined.
   let proposed = 1;
   for (const reading of readings) if (reading) proposed = Math.max(proposed, reading.highest + 1);
   // Readers do not exclude each other, so many may propose on one counter at once and outbid one
-  // another; each try is one round, and the validity is checked after (acquire.ts).
+  // another; each try is one round, and the validity is checked after (attempt.ts).
   const maxTries = isShared(value) ? 12 : 3;
   for (let tries = 0; tries < maxTries; tries++) {
     let highest = 0;
@@ -79,8 +92,8 @@ export async function fenceToken(
     const round = await runRound<LockAnswer>({
       operation: 'fence',
       members,
-      send: (member, index) =>
-        member.fence(resources, value, proposed, 'propose', epochs[index] ?? '').then((reply) => {
+      send: (member, index, open) =>
+        member.fence(resources, { value, token: proposed, mode: 'propose', epoch: epochs[index] ?? '' }, open).then((reply) => {
           highest = Math.max(highest, reply.highest);
           if (reply.complete && member.notCounting === undefined) completeMax[index] = reply.max;
           return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
@@ -101,7 +114,7 @@ export async function fenceToken(
         members.forEach((member, index) => {
           const epoch = knownBefore[index];
           const settled = round.votes[index]!.vote === 'locked' && completeMax[index] !== undefined;
-          if (epoch !== undefined && !settled) member.fence(resources, value, token, 'sync', epoch, floor).catch(() => undefined);
+          if (epoch !== undefined && !settled) member.fence(resources, { value, token, mode: 'sync', epoch, floor }).catch(() => undefined);
         });
       };
       return { token, sync };

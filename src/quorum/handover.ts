@@ -32,11 +32,11 @@
  *   the waiter's leave when it gives up (it counts nothing after that), and by `takeBack` once
  *   the waiter abandoned it. An abandoned value is never counted again: a new request carries a
  *   new value. So a late copy of any of these calls (re-sent after a reconnect, or delivered late
- *   by a held link: realities.md) only ever deletes a value that nobody counts on.
+ *   by a held link: docs/internals.md#re-send-after-reconnect) only ever deletes a value that nobody counts on.
  * - A re-sent release or leave that runs in a new process (a restart, a failover) hands over only
  *   if that process passes the same checks itself, in its own epoch.
  */
-import { newLockValue } from './acquire.js';
+import { newLockValue } from './attempt.js';
 import type { HandoverRequest } from '../store/protocol.js';
 
 /** How many abandoned values a waiter takes back with each later call (a ring: the oldest then expire by ttl). */

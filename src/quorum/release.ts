@@ -15,32 +15,42 @@ import type { MemberVote, ReleaseAnswer } from './votes.js';
 
 const answered = (vote: string) => vote === 'released' || vote === 'absent';
 
-/**
- * Release on `members`. With `settle: 'quorum'` it resolves once a quorum of them confirmed our
- * keys are gone (deleted now, or never set / expired): from then on nobody can count on the lock,
- * and the rest run the release when they get to it. With 'all' it hears from each, up to nodeTimeout.
- */
-export function releaseOn(
-  members: readonly Member[],
-  settings: Pick<Settings, 'nodeTimeout' | 'clock'>,
-  resources: readonly string[],
-  value: string,
-  settle: 'quorum' | 'all',
+/** Whose keys a release deletes: `value`'s, on `resources`, on these members. */
+export interface ReleaseTarget {
+  members: readonly Member[];
+  settings: Pick<Settings, 'nodeTimeout' | 'clock'>;
+  resources: readonly string[];
+  value: string;
+}
+
+/** A release: its target, and how it settles. */
+export interface ReleaseRequest extends ReleaseTarget {
+  /**
+   * 'quorum': resolves once a quorum of members confirmed our keys are gone (deleted now, or never
+   * set / expired): from then on nobody can count on the lock, and the rest run the release when
+   * they get to it. 'all': hears from each, up to nodeTimeout.
+   */
+  settle: 'quorum' | 'all';
   /** With a limit, a member still working through a backlog of ours is waited for up to it (RoundSpec.limitMs). */
-  limitMs?: number,
+  limitMs?: number | undefined;
   /** The holder's waiter id when it won after waiting: it leaves every line with this release. */
-  leaving?: string,
+  leaving?: string | undefined;
   /** Its handover values a member may hold though it did not win by them: taken back (quorum/handover.ts). */
-  abandoned?: string,
-): Promise<RoundResult<ReleaseAnswer>> {
+  abandoned?: string | undefined;
+}
+
+/** Release on every member of `request.members`, settling as `request.settle` says. */
+export function releaseOn(request: ReleaseRequest): Promise<RoundResult<ReleaseAnswer>> {
+  const { resources, settings } = request;
+  const call = { value: request.value, leaving: request.leaving, abandoned: request.abandoned };
   return runRound<ReleaseAnswer>({
     operation: 'release',
-    members,
-    send: (member) => member.release(resources, value, leaving, abandoned).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
+    members: request.members,
+    send: (member) => member.release(resources, call).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
     counts: answered,
     timeoutMs: settings.nodeTimeout,
-    limitMs,
-    waitForAll: settle === 'all',
+    limitMs: request.limitMs,
+    waitForAll: request.settle === 'all',
     clock: settings.clock,
   });
 }
@@ -58,27 +68,10 @@ export function releaseOn(
  * refusal without holdsOwn is proof that nothing of the attempt is there. Under contention that is
  * most members of most attempts: one script call fewer per member and refused attempt.
  */
-export function rollback(
-  members: readonly Member[],
-  settings: Pick<Settings, 'nodeTimeout' | 'clock'>,
-  resources: readonly string[],
-  value: string,
-  votes: readonly MemberVote<string>[] | undefined,
-): Promise<unknown> {
+export function rollback(target: ReleaseTarget, votes: readonly MemberVote<string>[] | undefined): Promise<unknown> {
   const silent = (index: number) => votes !== undefined && (votes[index]!.vote === 'timeout' || votes[index]!.vote === 'error');
   const refused = (index: number) => votes !== undefined && (votes[index]!.vote === 'taken' || votes[index]!.vote === 'queued') && !votes[index]!.holdsOwn;
-  void releaseOn(
-    members.filter((_, index) => silent(index)),
-    settings,
-    resources,
-    value,
-    'all',
-  );
-  return releaseOn(
-    members.filter((_, index) => !silent(index) && !refused(index)),
-    settings,
-    resources,
-    value,
-    'all',
-  );
+  const { members } = target;
+  void releaseOn({ ...target, members: members.filter((_, index) => silent(index)), settle: 'all' });
+  return releaseOn({ ...target, members: members.filter((_, index) => !silent(index) && !refused(index)), settle: 'all' });
 }

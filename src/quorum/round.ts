@@ -11,7 +11,7 @@
  * reply it read late, and may wait longer for a member that is provably alive, without weakening
  * any lock; what bounds it is the caller's budget (`limitMs`).
  *
- * Three things that look like an outage and are not (realities.md, "Node's event loop"):
+ * Three things that look like an outage and are not (docs/internals.md#timers-before-io):
  * - A stall after the replies arrived (GC, a CPU burst): each loop iteration runs expired timers
  *   before it polls for I/O, so a deadline fires before replies that already reached the socket
  *   are read. A deadline therefore only *schedules* the decision, in a setImmediate: the poll
@@ -29,16 +29,19 @@
 import { nextTick } from 'node:process';
 import type { Clock } from '../clock/index.js';
 import { channels } from '../diagnostics.js';
-import type { Member } from '../members/member.js';
-import { decide, quorumOf } from './tally.js';
+import { QuorumlockError } from '../errors.js';
+import type { Member, Open } from '../members/member.js';
+import { decide, quorumOf } from '../tally.js';
 import type { Answered, MemberVote } from './votes.js';
 
 /**
- * The error a vote keeps: its name, message and code, nothing else. ioredis hangs the failed
+ * The error a vote keeps: ours as it is; any other, its name, message and code, nothing else. ioredis hangs the failed
  * command on its errors, and a command's arguments hold the lock value (the capability to extend
  * and release), while votes reach logs, events, traces and error objects the caller may print.
  */
 export function voteError(error: unknown): Error {
+  // Our own errors carry data, never a command's arguments: kept as they are (instanceof works).
+  if (error instanceof QuorumlockError) return error;
   if (!(error instanceof Error)) return new Error(String(error));
   const clean = new Error(error.message);
   clean.name = error.name;
@@ -48,10 +51,11 @@ export function voteError(error: unknown): Error {
 }
 
 export interface RoundSpec<Answer extends string> {
-  /** What the round does, for the vote events. */
-  operation: 'acquire' | 'extend' | 'release' | 'fence';
+  /** What the round does, for the vote events ('read': election.leader(), a semaphore's permits; 'announce': an election's leader record). */
+  operation: 'acquire' | 'extend' | 'release' | 'fence' | 'trust' | 'restore' | 'read' | 'announce';
   members: readonly Member[];
-  send(member: Member, index: number): Promise<Answered<Answer>>;
+  /** `open()`: whether this round still waits for the answer (members/epochs.ts sends a refused call again only then). */
+  send(member: Member, index: number, open: Open): Promise<Answered<Answer>>;
   /** Whether an answer counts toward quorum. */
   counts(answer: Answer): boolean;
   /**
@@ -132,7 +136,10 @@ class Round<Answer extends string> {
   readonly #calls: number[] = [];
   #yesCount = 0;
   #noCount = 0;
+  /** The servers (serverId) that gave a yes in this round, and the member each answered as. */
+  #servers: Map<string, string> | undefined;
   #closed = false;
+  readonly #open: Open = () => !this.#closed;
   /** When the tick that sent the round ended: every member's time starts there. */
   #writtenAt: number | undefined;
   #timer: unknown;
@@ -174,7 +181,7 @@ class Round<Answer extends string> {
     this.#calls[index] = call;
     let sent: Promise<Answered<Answer>>;
     try {
-      sent = this.#spec.send(member, index);
+      sent = this.#spec.send(member, index, this.#open);
     } catch (error) {
       sent = Promise.reject(error);
     }
@@ -216,13 +223,25 @@ class Round<Answer extends string> {
     this.#settleIfDecided();
   }
 
+  /**
+   * The one place a round decides whether a member's answer counts. A member that must not count
+   * (not a master, may evict lock keys, the same server as another member) never counts, in any
+   * round: its answer is recorded, with the reason. And one server counts once per round: a yes
+   * from a member whose server (its run id, read before its yes was returned: RedisMember) already
+   * gave a yes in this round under another address does not count, whichever answered first and
+   * whether or not the Redlock has marked the duplicate yet (its readings may come in any order).
+   */
   #count(index: number, vote: MemberVote<Answer>): void {
-    // A member that must not count (not a master, may evict lock keys, the same server as
-    // another member) never counts, in any round: its answer is recorded, with the reason.
-    const notCounting = this.#spec.members[index]!.notCounting;
+    const member = this.#spec.members[index]!;
+    const notCounting = member.notCounting;
     if (notCounting !== undefined && vote.notCounting === undefined) vote.notCounting = notCounting;
     this.#votes[index] = vote;
-    if (vote.vote !== 'error' && vote.vote !== 'timeout' && vote.notCounting === undefined && this.#spec.counts(vote.vote as Answer)) this.#yesCount++;
+    const yes = vote.vote !== 'error' && vote.vote !== 'timeout' && vote.notCounting === undefined && this.#spec.counts(vote.vote as Answer);
+    const server = yes ? member.serverId : undefined;
+    const counted = server === undefined ? undefined : this.#servers?.get(server);
+    if (counted !== undefined) vote.notCounting = `the same server as ${counted}`;
+    else if (server !== undefined) (this.#servers ??= new Map()).set(server, member.id);
+    if (yes && counted === undefined) this.#yesCount++;
     else this.#noCount++;
   }
 

@@ -1,62 +1,41 @@
 /**
  * What the members say about a semaphore's permits, in one call per member: the PTTL of every
- * permit key and the length of every permit's line (one pipeline; the keys share a hash tag, so
- * one Cluster node answers). Advisory
- * only: the acquire uses it to pick a permit that is likely free, and holders() reports it. No
- * safety rests on it — a permit is won only by the exclusive lock's acquire on that one key — so
- * it reads with plain commands, off the members' ordered script path, and a member that does not
- * answer within nodeTimeout is left out.
+ * permit key and the length of every permit's line (permits.lua; the keys share a hash tag, so
+ * one Cluster node answers). Advisory only: the acquire uses it to pick a permit that is likely
+ * free, and holders() reports it. No safety rests on it — a permit is won only by the exclusive
+ * lock's acquire on that one key. Still, it goes as every call does: on each member's ordered path
+ * (RedisMember.readPermits), all members in one round with a deadline (quorum/operator.ts), and
+ * a member that does not count (the round says which) or does not answer in time is left out.
  */
-import pTimeout from 'p-timeout';
-import { timersOf } from '../clock/index.js';
-import type { Member } from '../members/member.js';
-import { keyPrefixOf, type MemberClient } from '../members/id.js';
+import { onEveryMember, type RoundMember } from '../quorum/operator.js';
 import type { Settings } from '../options/settings.js';
-import { quorumOf } from '../quorum/tally.js';
-import { resourceKeys } from '../store/keys.js';
-import type { PermitReading } from './errors.js';
+import type { PermitCounts } from '../store/protocol.js';
+import { quorumOf } from '../tally.js';
+import type { PermitReading } from '../errors.js';
 
 /** PTTL's reply for a key that does not exist. */
 const ABSENT = -2;
 
-interface Pipelining {
-  pipeline(commands: string[][]): { exec(): Promise<[Error | null, unknown][] | null> };
+/** What a semaphore needs of a member: RedisMember's permit read (src/members/redis-member.ts). */
+export interface PermitMember extends RoundMember {
+  readPermits(resources: readonly string[]): Promise<PermitCounts>;
 }
 
-/** PTTL of every permit key, then ZCARD of every permit's line (its waiters, lapsed places included). */
-async function readMember(client: MemberClient, keys: readonly string[]): Promise<{ pttls: number[]; waiting: number[] }> {
-  const prefix = keyPrefixOf(client);
-  const lines = keys.map((key) => resourceKeys([key], prefix)[1]!);
-  const commands = [...keys.map((key) => ['pttl', key]), ...lines.map((line) => ['zcard', line])];
-  const replies = await (client as unknown as Pipelining).pipeline(commands).exec();
-  if (!replies) throw new Error('pipeline discarded');
-  const numbers = replies.map(([error, reply]) => {
-    if (error) throw error;
-    return Number(reply);
-  });
-  return { pttls: numbers.slice(0, keys.length), waiting: numbers.slice(keys.length) };
-}
-
-/** Every member's reading of `keys` (index-aligned with `members`), each bounded by nodeTimeout (or `limitMs`). */
+/** Every member's reading of `keys` (index-aligned with `members`), in one round bounded by nodeTimeout (or `limitMs`, if shorter). */
 export async function readPermits(
-  members: readonly Member[],
-  clients: readonly MemberClient[],
+  members: readonly PermitMember[],
   settings: Settings,
   keys: readonly string[],
   limitMs = settings.nodeTimeout,
 ): Promise<PermitReading[]> {
-  const milliseconds = Math.max(1, Math.min(settings.nodeTimeout, limitMs));
-  return Promise.all(
-    members.map(async (member, index): Promise<PermitReading> => {
-      if (member.notCounting !== undefined) return { member: member.id, pttls: undefined, error: `does not count: ${member.notCounting}` };
-      try {
-        const { pttls, waiting } = await pTimeout(readMember(clients[index]!, keys), { milliseconds, customTimers: timersOf(settings.clock) });
-        return { member: member.id, pttls, waiting };
-      } catch (error) {
-        return { member: member.id, pttls: undefined, error: error instanceof Error ? error.message : String(error) };
-      }
-    }),
-  );
+  const timeoutMs = Math.max(1, Math.min(settings.nodeTimeout, limitMs));
+  const results = await onEveryMember({ operation: 'read', members, call: (member) => member.readPermits(keys), timeoutMs, clock: settings.clock });
+  return results.map(({ member, value, error, timedOut, notCounting }): PermitReading => {
+    if (notCounting !== undefined) return { member, pttls: undefined, error: `does not count: ${notCounting}` };
+    if (timedOut) return { member, pttls: undefined, error: `no answer within ${timeoutMs} ms` };
+    if (value === undefined) return { member, pttls: undefined, error: error?.message ?? 'no answer' };
+    return { member, pttls: value.pttls, waiting: value.waiting };
+  });
 }
 
 /** What a quorum of the members says about each permit. */

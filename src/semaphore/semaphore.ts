@@ -11,7 +11,7 @@
  * counted: a counter per member is what lets three clients each believe they hold one of two
  * permits on three members (each counter says "2 of 2" to a different majority).
  *
- * What is not safety but cost: which permit to try. One plain read per member (probe.ts) says
+ * What is not safety but cost: which permit to try. One read per member, in one round (probe.ts), says
  * which permits a quorum sees free; the acquire tries those (in an order that starts at a rotating
  * offset, so that concurrent acquires of one process spread out), one attempt each. When none is
  * won it waits in the fair line of the held permit with the shortest line, for a slice that
@@ -19,24 +19,24 @@
  * hands the permit over at once — then reads again. There is no fairness across permits: a waiter
  * is first only in its own line, and leaving a line at a slice's end loses the place in it.
  */
-import { retryDelayMs, type Won } from '../quorum/acquire-loop.js';
-import { argumentError, LockAcquireError, type AttemptRecord } from '../errors.js';
+import type { Won } from '../quorum/acquire-loop.js';
+import { retryDelayMs } from '../quorum/wait.js';
+import { argumentError, LockAcquireError, SemaphoreUnavailableError, type AttemptRecord } from '../errors.js';
 import { heldLockOf, type LockContext } from '../lock/lock.js';
 import { keepExtended } from '../lock/keep-extended.js';
-import type { MemberClient } from '../members/id.js';
 import { checkAcquireOptions, checkExtendThreshold, checkMaxExtensions, checkOptionsObject, checkTtl } from '../options/check.js';
 import { checkOptionNames, semaphoreAcquireOptionNames, semaphoreUsingOptionNames } from '../options/names.js';
 import type { AcquireOptions, AttemptPolicy, UsingOptions } from '../options/settings.js';
-import { quorumOf } from '../quorum/tally.js';
+import { quorumOf } from '../tally.js';
 import { permitResource } from '../store/keys.js';
-import { SemaphoreUnavailableError } from './errors.js';
 import { Permit } from './permit.js';
-import { readPermits, viewOf, type PermitView } from './probe.js';
+import { readPermits, viewOf, type PermitMember, type PermitView } from './probe.js';
 
-/** @internal What a Semaphore needs from its Redlock: its members (and their clients, index-aligned), settings, and the lock's acquire loop. */
+/** @internal What a Semaphore needs from its Redlock: its members (the lock's, and the same with their permit read), settings, and the lock's acquire loop. */
 export interface SemaphoreHost {
   readonly context: LockContext;
-  readonly clients: readonly MemberClient[];
+  /** context.members, as what reads the permits (probe.ts). */
+  readonly members: readonly PermitMember[];
   /** The exclusive lock's acquire loop (Redlock's) on already checked resources. */
   acquire(lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Won>;
   /** A new lock id, which is also its waiter id in line (the Redlock's: its listener wakes it). */
@@ -146,8 +146,8 @@ export class Semaphore {
    * SemaphoreUnavailableError when fewer than a quorum answered within nodeTimeout.
    */
   async holders(): Promise<PermitHolder[]> {
-    const { members, settings } = this.#host.context;
-    const readings = await readPermits(members, this.#host.clients, settings, this.#keys);
+    const { members } = this.#host;
+    const readings = await readPermits(members, this.#host.context.settings, this.#keys);
     const view = viewOf(readings, this.permits);
     if (!view.answered) throw new SemaphoreUnavailableError(this.name, readings, quorumOf(members.length));
     return view.held;
@@ -238,8 +238,8 @@ export class Semaphore {
 
   /** The members' view of the permits, within the budget; an unreadable view makes every permit worth a try. */
   async #read(end: number): Promise<PermitView> {
-    const { members, settings } = this.#host.context;
-    const readings = await readPermits(members, this.#host.clients, settings, this.#keys, end - settings.clock.now());
+    const { settings } = this.#host.context;
+    const readings = await readPermits(this.#host.members, settings, this.#keys, end - settings.clock.now());
     const view = viewOf(readings, this.permits);
     if (view.answered) return view;
     return { answered: false, free: Array.from({ length: this.permits }, (_, index) => index), held: [], waiting: [] };

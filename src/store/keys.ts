@@ -52,10 +52,11 @@ export function allClusterEpochKeys(): string[] {
 /**
  * The epoch hash's fields (src/lua/_epoch.lua writes them; trust.lua and _fence.lua read them):
  * id (unique per epoch: TIME to the µs), since (ms, the member's clock), run_id and replid (the
- * data's lineage), genesis ('1': declared brand new), floor (every resource's counter is at
+ * data's lineage), evicted (INFO stats evicted_keys when the epoch began: an eviction since ends
+ * it for the scripts that grant on a key's absence), genesis ('1': declared brand new), floor (every resource's counter is at
  * least this), max (the highest counter or floor). Each resource's counter is `fence:<name>`.
  */
-export const EPOCH_FIELDS = ['id', 'since', 'run_id', 'replid', 'genesis', 'floor', 'max'] as const;
+export const EPOCH_FIELDS = ['id', 'since', 'run_id', 'replid', 'evicted', 'genesis', 'floor', 'max'] as const;
 export type EpochFields = Partial<Record<(typeof EPOCH_FIELDS)[number], string>>;
 
 /** HMGET epoch ...EPOCH_FIELDS → an object. */
@@ -158,7 +159,7 @@ export const listenerChannel = (listener: string): string => `${RESERVED_PREFIX}
  */
 export function isUntouchedGenesis(hash: Record<string, string>, runId: string, replid: string): boolean {
   const names = Object.keys(hash);
-  const expected: readonly string[] = ['id', 'since', 'run_id', 'replid', 'genesis'] satisfies (typeof EPOCH_FIELDS)[number][];
+  const expected: readonly string[] = ['id', 'since', 'run_id', 'replid', 'evicted', 'genesis'] satisfies (typeof EPOCH_FIELDS)[number][];
   return names.length === expected.length && expected.every((name) => name in hash) && hash.genesis === '1' && hash.run_id === runId && hash.replid === replid;
 }
 

@@ -1,8 +1,10 @@
 /**
  * The protocol of each script (src/lua/*.lua): its KEYS, its ARGV and its reply, as types with
- * one encoder and one decoder each. Members send through these; the drift simulator's member
- * (bench/drift/sim-member.ts) reads arguments and builds replies through them; nobody else
- * spells an argument's position or a reply tuple.
+ * one encoder and one decoder each. Members send through these; nobody else spells an
+ * argument's position or a reply tuple. Every decoder refuses a status it does not know (a
+ * ProtocolError: the vote is an error, never a yes). Writes are bound to an epoch on top of
+ * this (src/lua/_bound.lua): their KEYS get the epoch hash last and their ARGV the epoch id
+ * first, which the script takes off before reading its own.
  *
  * KEYS are always resourceKeys() (KEYS_PER_RESOURCE per resource: lock, line, leases, readers,
  * handover; keys.ts) or the lock keys alone, with the member's epoch hash last where a script
@@ -72,20 +74,6 @@ export function acquireArgs(request: AcquireRequest, settled: string): string[] 
   return args;
 }
 
-/** acquireArgs() as a script receives them (strings), for simulators of the script. */
-export function readAcquireArgs(argv: readonly string[]): AcquireRequest & { settled: string } {
-  const [value = '', ttl, id = '', ticket, lease, quarantine, fencing, settled = '', handover = '', stamp = '', abandoned = ''] = argv;
-  return {
-    value,
-    ttlMs: Number(ttl),
-    waiter: { id, ticket: Number(ticket), leaseMs: Number(lease) },
-    quarantineMs: Number(quarantine),
-    fencing: fencing === '1',
-    settled,
-    handover: handover === '' ? undefined : { value: handover, stamp, abandoned },
-  };
-}
-
 /**
  * What a release publishes on a waiter's channel (_keys.lua, notify): its id ("you are first in
  * line"), or "<id> <stamp>" ("the lock is yours, set by your request of `stamp`").
@@ -146,19 +134,17 @@ export interface Locked {
 }
 
 /** The acquire script's status codes (the first element of a tuple reply). */
-const ACQUIRE = { taken: 0, locked: 1, queued: 2, quarantined: 3, notMaster: 4 } as const;
+const ACQUIRE = { taken: 0, locked: 1, queued: 2, quarantined: 3 } as const;
 
 /**
- * The acquire script's replies, for simulators: a bare 1 (locked, in the epoch the caller passed
- * as settled, or with quarantine and fencing off); {1 | 3, ms left, counter, trusted, epoch id};
- * {4} (not a plain master, nothing set); {0 | 2, heldForMs (-1 none held, -2 no expiry), place
+ * The acquire script's replies, as tests build them: a bare 1 (locked, in the epoch the caller
+ * passed as settled); {1 | 3, ms left, counter, trusted, epoch id}; {0 | 2, heldForMs (-1 none held, -2 no expiry), place
  * (-1 not in line), epoch id, quarantine left (-1 not known)}.
  */
 export const acquireReply = {
   settled: () => 1 as const,
   locked: (quarantineLeftMs: number, epoch: string, fence: { highest: number; trusted: boolean } = { highest: 0, trusted: false }) =>
     [quarantineLeftMs > 0 ? ACQUIRE.quarantined : ACQUIRE.locked, quarantineLeftMs, fence.highest, fence.trusted ? 1 : 0, epoch] as const,
-  notMaster: () => [ACQUIRE.notMaster] as const,
   refused: (why: Refusal['why'], heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1, holdsOwn = false, handedOver = false) => {
     const reply: (number | string)[] = [why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs, holdsOwn ? 1 : 0];
     // The script adds `handed` only when it is 1 (acquire.lua).
@@ -174,13 +160,13 @@ export const acquireReply = {
 export function decodeAcquire(reply: number | unknown[], settled: string, fencing: boolean): Locked | Refusal {
   if (reply === ACQUIRE.locked) return settled === '' ? { quarantinedForMs: 0 } : { quarantinedForMs: 0, epoch: settled };
   const [status, a, b, c, epoch] = reply as [number, number, number, number | string, string | undefined];
-  if (status === ACQUIRE.notMaster) return { quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' };
   if (status === ACQUIRE.locked || status === ACQUIRE.quarantined) {
     const locked: Locked = { quarantinedForMs: a };
     if (epoch !== undefined) locked.epoch = String(epoch);
     if (fencing) locked.fence = { highest: b, trusted: c === 1 };
     return locked;
   }
+  if (status !== ACQUIRE.taken && status !== ACQUIRE.queued) throw protocolError(`unexpected reply from the acquire script: ${JSON.stringify(reply)}`);
   const refusal: Refusal = { why: status === ACQUIRE.taken ? 'taken' : 'queued', heldForMs: a >= 0 ? a : undefined, place: b >= 0 ? b : undefined };
   if (typeof c === 'string' && c !== '') refusal.epoch = c;
   const left = (reply as unknown[])[4];
@@ -192,11 +178,14 @@ export function decodeAcquire(reply: number | unknown[], settled: string, fencin
 
 // --- extend.lua -------------------------------------------------------------------------------
 
-/** KEYS: the lock keys (extendShared.lua: resourceKeys). ARGV: value, ttl ms. */
-export const extendArgs = (value: string, ttlMs: number): string[] => [value, String(ttlMs)];
+/** An extend of one lock on one member. */
+export interface ExtendCall {
+  value: string;
+  ttlMs: number;
+}
 
-/** extendArgs() as a script receives them, for simulators of the script. */
-export const readExtendArgs = (argv: readonly string[]) => ({ value: argv[0] ?? '', ttlMs: Number(argv[1]) });
+/** KEYS: the lock keys (extendShared.lua: resourceKeys). ARGV: value, ttl ms. */
+export const extendArgs = ({ value, ttlMs }: ExtendCall): string[] => [value, String(ttlMs)];
 
 /**
  * 'extended': every key held `value` and now lives `ttlMs`. Otherwise nothing changed: 'gone', a
@@ -224,16 +213,26 @@ export function decodeExtend(status: unknown): ExtendReply {
  * that leaves every line with this release ('' = none) and the holder's abandoned handover values
  * ('' = none). Reply: how many lock keys (or reader entries) held `value` and were deleted.
  */
-export function releaseArgs(value: string, leaving?: string, abandoned?: string): string[] {
+export interface ReleaseCall {
+  value: string;
+  /** The holder's waiter id when it won after waiting: it leaves every line with this release. */
+  leaving?: string | undefined;
+  /** Its handover values it did not win with, taken back (space-separated). */
+  abandoned?: string | undefined;
+}
+
+export interface LeaveCall {
+  waiterId: string;
+  abandoned?: string | undefined;
+}
+
+export function releaseArgs({ value, leaving, abandoned }: ReleaseCall): string[] {
   if (!abandoned) return leaving === undefined ? [value] : [value, leaving];
   return [value, leaving ?? '', abandoned];
 }
 
-/** releaseArgs() as a script receives them, for simulators of the script. */
-export const readReleaseArgs = (argv: readonly string[]) => ({ value: argv[0] ?? '', leaving: argv[1] || undefined, abandoned: argv[2] ?? '' });
-
 /** KEYS: resourceKeys(resources), then the epoch hash. ARGV: waiter id, its abandoned handover values (optional). Reply: 1. */
-export const leaveArgs = (waiterId: string, abandoned?: string): string[] => (abandoned ? [waiterId, abandoned] : [waiterId]);
+export const leaveArgs = ({ waiterId, abandoned }: LeaveCall): string[] => (abandoned ? [waiterId, abandoned] : [waiterId]);
 
 // --- fence.lua --------------------------------------------------------------------------------
 
@@ -242,8 +241,18 @@ export const leaveArgs = (waiterId: string, abandoned?: string): string[] => (ab
  * bound to ('' for a propose to a member not heard in the acquire round), and with 'sync' the
  * floor for an incomplete epoch ('' = none).
  */
-export function fenceArgs(value: string, token: number, mode: 'propose' | 'sync', epoch: string, floor: number | undefined): (string | number)[] {
-  return [value, token, mode, epoch, floor ?? ''];
+export interface FenceCall {
+  value: string;
+  token: number;
+  mode: 'propose' | 'sync';
+  /** The epoch the call is bound to by the attempt ('' for a propose to a member not heard in the acquire round). */
+  epoch: string;
+  /** sync: the floor for an incomplete epoch. */
+  floor?: number | undefined;
+}
+
+export function fenceArgs({ value, token, mode, epoch, floor }: FenceCall): string[] {
+  return [value, String(token), mode, epoch, floor === undefined ? '' : String(floor)];
 }
 
 export interface FenceReply {
@@ -272,37 +281,65 @@ export function decodeFence(reply: unknown[]): FenceReply {
  * reply: the quarantine that was left), or 'floor' and a floor (raise every counter to it and
  * trust the epoch; reply: the floor now).
  */
-export const trustArgs = (mode: 'new' | 'floor', n: number): (string | number)[] => [mode, n];
+export const trustArgs = (mode: 'new' | 'floor', n: number): string[] => [mode, String(n)];
 
-/** trustArgs() as a script receives them, for simulators of the script. */
-export function readTrustArgs(argv: readonly string[]): { mode: 'new' | 'floor'; n: number } {
-  return { mode: argv[0] === 'floor' ? 'floor' : 'new', n: Number(argv[1] ?? 0) };
+// --- epoch.lua --------------------------------------------------------------------------------
+
+/** epoch.lua's reply: {epoch id, age ms}. KEYS: the epoch hash; no ARGV. */
+export function decodeEpoch(reply: unknown): { id: string; ageMs: number } {
+  if (!Array.isArray(reply) || typeof reply[0] !== 'string' || typeof reply[1] !== 'number')
+    throw protocolError(`epoch.lua: unexpected reply ${JSON.stringify(reply)}`);
+  return { id: reply[0], ageMs: reply[1] };
 }
 
-// --- election.lua -----------------------------------------------------------------------------
+// --- leader.lua, election.lua ----------------------------------------------------------------
 
 /**
- * KEYS: the election's lock key, then its leader record (keys.ts, leaderRecordKey).
- * ARGV: 'write', the lock value, "<term> <id>" (reply 1: written, 0: the lock is not ours there);
- * or 'read' (reply: {"<term> <id>" or '', the lock key's PTTL, -2 when absent}).
+ * leader.lua (bound to the epoch: _bound.lua) KEYS: the election's lock key, then its leader
+ * record (keys.ts, leaderRecordKey). ARGV: the lock value, "<term> <id>". Reply 1: written, 0: the
+ * lock is not ours there.
+ * election.lua (a read) KEYS: the same two, then the member's epoch hash. ARGV: the quarantine ms
+ * (0 = off). Reply: {"<term> <id>" or '', the lock key's PTTL, -2 when absent, the quarantine ms
+ * left, -1 when not a plain master}.
  */
-export const writeLeaderArgs = (value: string, term: number, id: string): string[] => ['write', value, `${term} ${id}`];
-export const readLeaderArgs = (): string[] => ['read'];
+export const writeLeaderArgs = (value: string, term: number, id: string): string[] => [value, `${term} ${id}`];
+export const readLeaderArgs = (quarantineMs: number): string[] => [String(quarantineMs)];
 
 /** What one member says of an election: the leader its record names (if it matches the lock), and the lock key's PTTL. */
 export interface LeaderReading {
   leader: { term: number; id: string } | undefined;
   /** ms; -2 when the lock key is absent, -1 when it has no expiry (never set so by us). */
   pttl: number;
+  /** The member's restart quarantine left, ms (0: past it, or off); NOT_COUNTING when it is not a plain master. */
+  quarantinedForMs: number;
 }
 
 export function decodeLeaderRead(reply: unknown): LeaderReading {
-  if (!Array.isArray(reply) || reply.length !== 2 || typeof reply[0] !== 'string' || typeof reply[1] !== 'number')
+  if (!Array.isArray(reply) || reply.length !== 3 || typeof reply[0] !== 'string' || typeof reply[1] !== 'number' || typeof reply[2] !== 'number')
     throw protocolError(`election.lua read: unexpected reply ${JSON.stringify(reply)}`);
-  const [record, pttl] = reply as [string, number];
-  if (record === '') return { leader: undefined, pttl };
+  const [record, pttl, left] = reply as [string, number, number];
+  const quarantinedForMs = left < 0 ? NOT_COUNTING : left;
+  if (record === '') return { leader: undefined, pttl, quarantinedForMs };
   const space = record.indexOf(' ');
   const term = Number(record.slice(0, space));
   if (space < 1 || !Number.isSafeInteger(term)) throw protocolError(`election.lua read: unexpected record ${JSON.stringify(record)}`);
-  return { leader: { term, id: record.slice(space + 1) }, pttl };
+  return { leader: { term, id: record.slice(space + 1) }, pttl, quarantinedForMs };
+}
+
+/**
+ * permits.lua (a read) KEYS: resourceKeys() of the permits (5 per permit). ARGV: none. Reply:
+ * {{PTTL of each permit's lock key, -2 when absent}, {ZCARD of each permit's line}}.
+ */
+export interface PermitCounts {
+  /** Per permit, its lock key's PTTL: -2 absent, -1 no expiry. */
+  pttls: number[];
+  /** Per permit, how many wait in its line (lapsed places included). */
+  waiting: number[];
+}
+
+export function decodePermits(reply: unknown, permits: number): PermitCounts {
+  const counts = (list: unknown): list is number[] => Array.isArray(list) && list.length === permits && list.every((item) => typeof item === 'number');
+  if (!Array.isArray(reply) || reply.length !== 2 || !counts(reply[0]) || !counts(reply[1]))
+    throw protocolError(`permits.lua: unexpected reply ${JSON.stringify(reply)}`);
+  return { pttls: reply[0], waiting: reply[1] };
 }

@@ -5,7 +5,21 @@
  */
 import type { Redis } from 'ioredis';
 import { createHash } from 'node:crypto';
-import { acquireLua, acquireSharedLua, electionLua, extendLua, extendSharedLua, fenceLua, leaveLua, releaseLua, trustLua } from '../lua/sources.js';
+import { protocolError } from '../errors.js';
+import {
+  acquireLua,
+  acquireSharedLua,
+  electionLua,
+  epochLua,
+  extendLua,
+  extendSharedLua,
+  fenceLua,
+  leaderLua,
+  leaveLua,
+  permitsLua,
+  releaseLua,
+  trustLua,
+} from '../lua/sources.js';
 
 const scripts = {
   quorumlockAcquire: acquireLua,
@@ -17,6 +31,9 @@ const scripts = {
   quorumlockFence: fenceLua,
   quorumlockTrust: trustLua,
   quorumlockElection: electionLua,
+  quorumlockLeader: leaderLua,
+  quorumlockEpoch: epochLua,
+  quorumlockPermits: permitsLua,
 } as const;
 
 export type ScriptName = keyof typeof scripts;
@@ -66,7 +83,16 @@ export function scriptCommand(client: object, name: ScriptName): ScriptCommand {
 const GENERIC_BINDING = 'local BOUND_RUN_ID = false';
 
 /** The scripts that read the server's run id (currentEpoch), and so have bound copies. */
-export const BINDABLE = { quorumlockAcquire: acquireLua, quorumlockAcquireShared: acquireSharedLua, quorumlockFence: fenceLua } as const;
+export const BINDABLE = {
+  quorumlockAcquire: acquireLua,
+  quorumlockAcquireShared: acquireSharedLua,
+  quorumlockExtend: extendLua,
+  quorumlockExtendShared: extendSharedLua,
+  quorumlockRelease: releaseLua,
+  quorumlockLeave: leaveLua,
+  quorumlockFence: fenceLua,
+  quorumlockEpoch: epochLua,
+} as const;
 export type Bindable = keyof typeof BINDABLE;
 
 /**
@@ -74,7 +100,7 @@ export type Bindable = keyof typeof BINDABLE;
  * unique by `nonce`: each copy is loaded exactly once (members/binding.ts says why).
  */
 export function boundLua(lua: string, runId: string, nonce: string): string {
-  if (!/^[0-9a-f]{40}$/.test(runId) || !/^[0-9a-f]+$/.test(nonce)) throw new Error(`quorumlock: cannot bind a script to run id ${JSON.stringify(runId)}`);
-  if (!lua.includes(GENERIC_BINDING)) throw new Error('quorumlock: this script does not read the run id');
+  if (!/^[0-9a-f]{40}$/.test(runId) || !/^[0-9a-f]+$/.test(nonce)) throw protocolError(`cannot bind a script to run id ${JSON.stringify(runId)}`);
+  if (!lua.includes(GENERIC_BINDING)) throw protocolError('this script does not read the run id');
   return lua.replace(GENERIC_BINDING, `local BOUND_RUN_ID = '${runId}' -- copy ${nonce}`);
 }

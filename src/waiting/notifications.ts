@@ -23,8 +23,8 @@
 import type { Redis } from 'ioredis';
 import type { Clock } from '../clock/index.js';
 import type { RedisMember } from '../members/redis-member.js';
-import type { Logger } from '../options/settings.js';
-import { quorumOf } from '../quorum/tally.js';
+import type { Logger } from '../diagnostics.js';
+import { quorumOf } from '../tally.js';
 import { listenerChannel } from '../store/keys.js';
 import { memberStamp, readWaiterMessage } from '../store/protocol.js';
 import { newListener, newWaiterId } from './line.js';
@@ -138,7 +138,7 @@ export class Watch {
         else reject(reason);
       };
       const onAbort = () => done(signal!.reason);
-      // Timers run before the poll phase reads what arrived meanwhile (realities.md): the wait
+      // Timers run before the poll phase reads what arrived meanwhile (docs/internals.md#timers-before-io): the wait
       // ends a turn later, so that messages already on their sockets are heard first.
       const timer = clock.setTimer(() => setImmediate(() => done()), ms);
       this.#wake = () => done();
@@ -287,7 +287,7 @@ export class Notifications {
   /**
    * Whether a majority of members would tell this Redlock's waiters now: subscribed since an
    * earlier wait (the subscription stays). A waiter may then take its place in line on its first
-   * attempt (acquire-loop.ts): a release right after that attempt is heard.
+   * attempt (quorum/wait.ts): a release right after that attempt is heard.
    */
   get listening(): boolean {
     let listening = 0;

@@ -7,7 +7,7 @@
  * The clients keep ioredis' defaults (autoResendUnfulfilledCommands, the offline queue): a
  * command written to a member that dies is re-sent to the new process, one written while a link
  * is held arrives late, one in flight at a failover reaches the promoted replica. That is what
- * users run with, and what the library must be safe under (shared/notes/realities.md).
+ * users run with, and what the library must be safe under (docs/internals.md#re-send-after-reconnect).
  *
  * Faults (never more than a minority of members impaired at once, counting a restarted or
  * failed-back member as impaired until its quarantine is over and a fenced holding has counted

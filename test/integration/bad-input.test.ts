@@ -6,7 +6,7 @@
  */
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redlock, type RedlockOptions } from '../../src/index.js';
+import { ArgumentRangeError, ArgumentTypeError, QuorumlockError, Redlock, type RedlockOptions } from '../../src/index.js';
 import { Lock } from '../../src/lock/lock.js';
 import { contextOf } from '../../src/redlock.js';
 import { startTestMasters, type TestMasters } from './masters.js';
@@ -160,7 +160,9 @@ describe('bad input never reaches the network', () => {
   ])('$label rejects with $kind.name', async ({ call, kind, parameter, says }) => {
     const error = await rejectionOf(() => call(redlock));
     expect(error).toBeInstanceOf(kind);
-    expect(error.constructor).toBe(kind);
+    expect(error).not.toBeInstanceOf(kind === TypeError ? RangeError : TypeError);
+    expect(error.constructor).toBe(kind === TypeError ? ArgumentTypeError : ArgumentRangeError);
+    expect(error).toBeInstanceOf(QuorumlockError);
     expect(error.parameter).toBe(parameter);
     expect(error.message).toContain(parameter);
     expect(error.message).toContain(says);

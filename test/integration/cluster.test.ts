@@ -172,10 +172,11 @@ describe('three clusters as members, quorum two', () => {
     const resource = fresh('fenced');
     const tokens: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const redlock = new Redlock(
-        clusters.map((cluster) => connect(cluster)),
-        { retryCount: 0 },
-      );
+      // New clients each time (other processes, in effect), connected first: what is tested is the
+      // tokens, not how fast new cluster clients connect (their first call also reads the slot's epoch).
+      const clients = clusters.map((cluster) => connect(cluster));
+      await Promise.all(clients.map((client) => client.ping()));
+      const redlock = new Redlock(clients, { retryCount: 0, nodeTimeout: 500 });
       const lock = await redlock.acquire(resource, 2_000, { fencing: true });
       tokens.push(lock.fence!);
       await lock.release();

@@ -5,9 +5,11 @@
  * leader was elected after the old one's validity ended" is then a comparison of two readings,
  * not a timed assertion about how fast anything is.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LeadershipLostError, LeaderUnknownError, Redlock, type Leadership, type LeaderInfo } from '../../src/index.js';
+import { electionResource } from '../../src/store/keys.js';
 import { startTestMasters, type TestMasters } from './masters.js';
 import { fresh, sleep } from './util.js';
 
@@ -118,6 +120,69 @@ describe('redlock.election()', () => {
     const reader = candidate().redlock.election(name, { ttl: 3000 });
     await Promise.all(servers.masters.slice(0, 3).map((master) => master.pause()));
     await expect(reader.leader()).rejects.toBeInstanceOf(LeaderUnknownError);
+  });
+
+  it("the leader record and leader() go out in rounds ('announce', 'read' votes); a member silent at the deadline is unheard", async () => {
+    const name = fresh('election-rounds');
+    const votes: { operation: string; vote: string }[] = [];
+    const onVote = (message: unknown) => votes.push(message as { operation: string; vote: string });
+    subscribe('quorumlock:vote', onVote);
+    try {
+      const leadership = await candidate().redlock.election(name, { ttl: 3000, id: 'host-r:1' }).campaign();
+      expect(votes.filter((vote) => vote.operation === 'announce').map((vote) => vote.vote)).toEqual(['done', 'done', 'done', 'done', 'done']);
+      const reader = candidate().redlock.election(name, { ttl: 3000 });
+      await servers.masters[0]!.pause();
+      votes.length = 0;
+      const started = performance.now();
+      expect(await reader.leader()).toMatchObject({ id: 'host-r:1', term: leadership.term });
+      expect(performance.now() - started).toBeLessThan(1_000);
+      // The four answers (a member's silence ends in the round's deadline, not in an answer: no event).
+      expect(votes.filter((vote) => vote.operation === 'read').map((vote) => vote.vote)).toEqual(['done', 'done', 'done', 'done']);
+    } finally {
+      unsubscribe('quorumlock:vote', onVote);
+    }
+  });
+
+  it('leader() does not answer null while a leader leads on a member restarted empty (its absence inside its quarantine is no evidence)', async () => {
+    // Issue 21, defect 5, on three of the masters (quorum 2): a leader elected on m1 + m2; m2
+    // restarts empty; an observer that cannot reach m1 hears m0 absent, m2 absent (restarted,
+    // inside its quarantine) and m1 silent. Each Redlock is on its own clients; "cannot reach" is
+    // a client that is closed, so the leader never wrote to m0 and the observer never hears m1.
+    const name = fresh('election-restarted');
+    const key = electionResource(name);
+    const [m0, m1, m2] = servers.masters;
+    const three = (unreachable: number) => {
+      const clients = servers.connect().slice(0, 3);
+      clients[unreachable]!.disconnect();
+      const redlock = new Redlock(clients);
+      opened.push(redlock);
+      return { redlock, clients };
+    };
+    const leadership = await three(0).redlock.election(name, { ttl: 10_000, id: 'leader' }).campaign();
+    expect(await servers.valuesOf(key).then((values) => values.slice(0, 3))).toEqual([null, leadership.lock.value, leadership.lock.value]);
+
+    await m2!.restart();
+    const observer = three(1);
+    await Promise.all([observer.clients[0]!.ping(), observer.clients[2]!.ping()]); // both reachable ones connected
+    const unknown = await observer.redlock
+      .election(name, { ttl: 10_000 })
+      .leader()
+      .then(
+        (answer) => answer,
+        (error: unknown) => error,
+      );
+    // The leader still leads: its lock rests on m1, and on m2's quarantine keeping everyone else out.
+    expect(leadership.leading).toBe(true);
+    expect(await servers.clients[1]!.get(key)).toBe(leadership.lock.value);
+    expect(unknown).toBeInstanceOf(LeaderUnknownError);
+    const { votes, why } = unknown as LeaderUnknownError;
+    expect(why).toBe('unavailable');
+    expect(votes.map((vote) => vote.member)).toEqual([m0, m1, m2].map((master) => expect.stringContaining(`:${master!.port}`)));
+    expect(votes[0]).toMatchObject({ reading: { leader: undefined, pttl: -2, quarantinedForMs: 0 } });
+    expect(votes[1]!.error).toBeDefined();
+    expect(votes[2]).toMatchObject({ reading: { leader: undefined, pttl: -2 } });
+    expect(votes[2]!.reading!.quarantinedForMs).toBeGreaterThan(50_000); // of the default maxLockTtl, 60 s
+    await leadership.resign();
   });
 
   it('observe() reports each change: the first leader, the next after a resign, then vacancy', async () => {

@@ -1,6 +1,6 @@
 /**
  * Safety when a command does not run once, in order, on the process and data it was sent to
- * (issue 10; ../shared/notes/realities.md). Each test drives one mechanism on purpose against real
+ * (issue 10; docs/internals.md#re-send-after-reconnect and #redis). Each test drives one mechanism on purpose against real
  * redis-server processes:
  * - ioredis re-sends unanswered commands to a NEW process after a restart (defect 1);
  * - a failover then a failback replaces a master's data without changing its run id (defect 2);

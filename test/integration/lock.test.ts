@@ -149,7 +149,7 @@ describe('acquire', () => {
     const maxLockTtl = 1_000;
     const resource = fresh('killed');
     // The acquires sent to the dead members wait in their clients' offline queue, and ioredis
-    // sends them to the restarted processes (realities.md): the first of them to run would start
+    // sends them to the restarted processes (docs/internals.md#re-send-after-reconnect): the first of them to run would start
     // a member's new epoch, so its quarantine, whenever the reconnect backoff lets it, perhaps
     // more than maxLockTtl before the check below. So the dead members are asked through clients
     // of their own, closed (their queues with them) before the restart, and the quarantine starts

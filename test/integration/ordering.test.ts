@@ -1,5 +1,5 @@
 /**
- * Calls to a member reach it in the order they were made (realities.md, "Auto-pipelining").
+ * Calls to a member reach it in the order they were made (docs/internals.md#auto-pipelining).
  *
  * The hazard: ioredis' auto-pipelining queues commands and flushes them on a later tick, and not
  * while another pipeline of the same client awaits replies. A rollback or release written

@@ -141,6 +141,38 @@ describe('reentrant acquire inside using()', () => {
     expect(await servers.valuesOf(resource)).toEqual(Array(3).fill(null));
   });
 
+  it('a fenced nested acquire inside an unfenced lock is refused (it would have no token); inside a fenced one it gets the outer token', async () => {
+    // Issue 21, defect 6: it returned a handle whose fence was undefined, with no error.
+    const redlock = new Redlock(servers.clients, { maxReentrancy: 4 });
+    const resource = fresh('fenced-nested');
+    await redlock.using(resource, 5_000, async (_, outer) => {
+      expect(outer.fence).toBeUndefined();
+      const before = await scriptsRun(servers.clients);
+      const refused = await caught(redlock.acquire(resource, 5_000, { reentrant: true, fencing: true }));
+      expect(refused).toMatchObject({ code: errorCodes.QUORUMLOCK_ERR_REENTRANCY, resources: [resource], depth: 1 });
+      expect(refused!.message).toMatch(/fenced acquire of .* inside an unfenced lock/);
+      let ran = false;
+      const viaUsing = await caught(redlock.using(resource, 5_000, async () => void (ran = true), { reentrant: true, fencing: true }));
+      expect(viaUsing).toMatchObject({ code: errorCodes.QUORUMLOCK_ERR_REENTRANCY });
+      expect(ran).toBe(false);
+      // Refused before any command, and the outer lock is untouched.
+      expect(await scriptsRun(servers.clients)).toBe(before);
+      expect(outer.held).toBe(true);
+      // Unfenced nested acquires still nest.
+      expect((await redlock.acquire(resource, 5_000, { reentrant: true })).value).toBe(outer.value);
+    });
+    await redlock.using(
+      resource,
+      5_000,
+      async (_, outer) => {
+        expect(outer.fence).toEqual(expect.any(Number));
+        const nested = await redlock.acquire(resource, 5_000, { reentrant: true, fencing: true });
+        expect(nested.fence).toBe(outer.fence);
+      },
+      { fencing: true },
+    );
+  });
+
   it('the same resources in another order are the same lock; a different set is a different lock', async () => {
     const redlock = new Redlock(servers.clients, { maxReentrancy: 2, retryCount: 0 });
     const [a, b] = [fresh('set-a'), fresh('set-b')];

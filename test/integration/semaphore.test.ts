@@ -3,9 +3,10 @@
  * usable, holders() agreeing with what is held, bad input refused before any call, the wait budget
  * and the signal respected, and a lost permit aborting its signal.
  */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockAcquireError, LockLostError, Redlock, type Permit } from '../../src/index.js';
+import { LockAcquireError, LockLostError, Redlock, SemaphoreUnavailableError, type Permit } from '../../src/index.js';
 import { permitResource } from '../../src/store/keys.js';
 import { permitViolations } from '../chaos/checker.js';
 import { startTestMasters, type TestMasters } from './masters.js';
@@ -108,6 +109,31 @@ describe('semaphore', () => {
     expect((await pool.holders()).map((holder) => holder.permit)).toEqual(indices.filter((index) => index !== permits[0]!.permit));
     await Promise.all(permits.map((permit) => permit.release()));
     expect(await pool.holders()).toEqual([]);
+  });
+
+  it("holders() reads every member in one round on its ordered path: 'read' votes, and a silent majority rejects by the deadline", async () => {
+    const redlock = client();
+    const pool = redlock.semaphore(fresh('holders-round'), { permits: 2 });
+    const votes: { operation: string; vote: string }[] = [];
+    const onVote = (message: unknown) => votes.push(message as { operation: string; vote: string });
+    subscribe('quorumlock:vote', onVote);
+    try {
+      expect(await pool.holders()).toEqual([]);
+      expect(votes.filter((vote) => vote.operation === 'read').map((vote) => vote.vote)).toEqual(['done', 'done', 'done', 'done', 'done']);
+      await Promise.all(servers.masters.slice(0, 3).map((master) => master.pause()));
+      const started = performance.now();
+      const error = await pool.holders().then(
+        () => undefined,
+        (rejected: unknown) => rejected,
+      );
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(error).toBeInstanceOf(SemaphoreUnavailableError);
+      const silent = (error as SemaphoreUnavailableError).readings.filter((reading) => reading.pttls === undefined);
+      expect(silent.map((reading) => reading.error)).toEqual(Array(3).fill(`no answer within ${redlock.settings.nodeTimeout} ms`));
+    } finally {
+      unsubscribe('quorumlock:vote', onVote);
+      await servers.resumeAll();
+    }
   });
 
   it('refuses bad input with typed errors before any network call', async () => {

@@ -1,5 +1,5 @@
 /**
- * A stalled event loop is not an outage (realities.md, "Node's event loop"), on five real,
+ * A stalled event loop is not an outage (docs/internals.md#timers-before-io), on five real,
  * healthy masters. The stall is a busy-wait, as a GC pause or a CPU-heavy handler would be:
  * - right after the call, before the command is written (the caller's tick goes on);
  * - after the command was written, before its replies are read (timers run before I/O polling);
@@ -9,7 +9,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockAcquireError, Redlock, systemClock, type Lock } from '../../src/index.js';
-import type { Logger } from '../../src/options/settings.js';
+import type { Logger } from '../../src/diagnostics.js';
 import { startTestMasters, type TestMasters } from './masters.js';
 import { errorOf, fresh } from './util.js';
 

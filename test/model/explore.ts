@@ -5,8 +5,9 @@
  * unanswered commands after a reconnect (fake-client.ts). fast-check generates a Plan (members,
  * clients and their lock cycles, link speeds, the delay of every message, and faults: restarts
  * of one member at a time with commands in flight, held link directions, paused members, reset
- * connections, failover-and-failback; each armed at a time, or right after the k-th lock
- * handout), runs it deterministically, checks the properties, and shrinks a failing plan.
+ * connections, failover-and-failback, a lock key evicted; each armed at a time, or right after
+ * the k-th lock handout), runs it deterministically, checks the properties, and shrinks a failing
+ * plan.
  *
  * Properties, over the whole run:
  * - fencing: every token handed out (Lock.fence) is strictly greater than every token handed
@@ -17,8 +18,8 @@
  *   quantify the property over "which members answer first", which a run draws only once.
  * - exclusion: no two clients hold the lock at once on the (shared) monotonic clock: a lock is
  *   held from the moment acquire() resolves until release() is called or its validity ends;
- * - the run completes (every acquire and release settles) and the fake saw no command it does
- *   not implement.
+ * - the run completes (every acquire and release settles), an acquire fails only with a
+ *   LockAcquireError (an outcome), and the fake saw no command it does not implement.
  * The members are declared brand new at the start (trustMembers(), as README tells operators);
  * every other setting is the default but maxLockTtl (1 s, so runs wait out a quarantine in
  * simulated seconds), and acquire()'s retryCount (3).
@@ -86,6 +87,12 @@ export type Fault = { after: number; at: number } &
      * replica's data, a new master_replid, the same run_id (issue 10, defect 2).
      */
     | { kind: 'failback'; member: number; lagMs: number; downMs: number }
+    /**
+     * Member `member` evicts the lock key of resource `resource` (0 'r', 1 's') if it holds one: an
+     * eviction policy switched on at runtime (CONFIG SET maxmemory-policy, every connection kept),
+     * which the client's INFO poll sees only later (issue 21, defect 4).
+     */
+    | { kind: 'evict'; member: number; resource: number }
   );
 
 export interface Plan {
@@ -167,6 +174,7 @@ function faultArbitrary(members: number, clients: number): fc.Arbitrary<Fault> {
     lagMs: fc.integer({ min: 0, max: 300 }),
     downMs: fc.integer({ min: 1, max: 400 }),
   });
+  const evict = fc.record({ kind: fc.constant('evict' as const), member, resource: resourceIndex });
   return fc
     .tuple(
       trigger,
@@ -176,6 +184,7 @@ function faultArbitrary(members: number, clients: number): fc.Arbitrary<Fault> {
         { weight: 1, arbitrary: pause },
         { weight: 1, arbitrary: reset },
         { weight: 2, arbitrary: failback },
+        { weight: 1, arbitrary: evict },
       ),
     )
     .map(([when, what]) => ({ ...when, ...what }) as Fault);
@@ -330,7 +339,7 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
 
     // A fault's client -1 is the client that got the lock whose handout armed it (its holder).
     const clientOf = (fault: Fault) => {
-      if (fault.kind === 'pause' || fault.kind === 'restart' || fault.kind === 'failback') return 0;
+      if (fault.kind === 'pause' || fault.kind === 'restart' || fault.kind === 'failback' || fault.kind === 'evict') return 0;
       if (fault.client < 0) return fault.after >= 1 ? (handouts[fault.after - 1]?.client ?? 0) : 0;
       return fault.client % plan.clients.length;
     };
@@ -372,6 +381,12 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
             });
           });
         });
+      } else if (fault.kind === 'evict') {
+        later(fault.at, () => {
+          if (!server.up) return;
+          server.maxmemoryPolicy = 'volatile-lru';
+          server.evict(RESOURCES[fault.resource % RESOURCES.length]!);
+        });
       } else if (fault.kind === 'pause') {
         later(fault.at, () => {
           if (!server.up || server.paused) return;
@@ -404,8 +419,13 @@ export async function runPlan(plan: Plan, options: { trace?: boolean; horizonMs?
           try {
             lock = await redlock.acquire(resourceOf(cycle), cycle.ttl, { fencing: true, retryCount: SETTINGS.retryCount });
           } catch (error) {
-            const outcome = (error as { outcome?: string }).outcome ?? (error as Error).message;
-            failures[outcome] = (failures[outcome] ?? 0) + 1;
+            const outcome = (error as { outcome?: string }).outcome;
+            // A refusal is a LockAcquireError, with its outcome; anything else is a bug of the
+            // library (or of the model), never an answer: a run where every acquire threw would
+            // otherwise pass every property for nothing.
+            if (outcome === undefined) violations.push(`client ${c}'s acquire threw: ${(error as Error).stack ?? String(error)}`);
+            const key = outcome ?? (error as Error).message;
+            failures[key] = (failures[key] ?? 0) + 1;
             continue;
           }
           const at = clock.now();

@@ -4,7 +4,7 @@
  * `status`, events, `defineCommand`, `duplicate()`, `info()`, `role()`, `call()`, `subscribe()`,
  * `disconnect()`, `quit()`), and its connection semantics are ioredis 6's on purpose
  * (node_modules/ioredis/built/redis/event_handler.js, Script.js), since those are what break the
- * "one command runs once, in order, on the process it was sent to" assumption (realities.md):
+ * "one command runs once, in order, on the process it was sent to" assumption (docs/internals.md#ioredis):
  *
  * - One socket at a time, FIFO in each direction: commands reach the server in the order they
  *   were written, replies come back in order; each message takes its own delay (the Network's
@@ -445,7 +445,7 @@ export class FakeRedis extends EventEmitter {
       }
       return command.reject(new ReplyError(reply.message));
     }
-    command.resolve(decode(reply));
+    command.resolve(decodeReply(reply));
   }
 
   /** @internal A pub/sub message arrived on `socket`. */
@@ -542,9 +542,9 @@ export class FakeRedis extends EventEmitter {
   }
 }
 
-/** A reply as ioredis hands it over (RESP2, no stringNumbers). */
-function decode(reply: Reply): unknown {
+/** A reply as ioredis hands it over (RESP2, no stringNumbers); an error reply is the caller's (a ReplyError). */
+export function decodeReply(reply: Reply): unknown {
   if (reply instanceof StatusReply) return reply.status;
-  if (Array.isArray(reply)) return reply.map(decode);
+  if (Array.isArray(reply)) return reply.map(decodeReply);
   return reply;
 }

@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
 import { FakeRedis, Network } from './fake-client.js';
 import { ErrorReply, FakeRedisServer, StatusReply } from './fake-redis.js';
+import { EPOCH_KEY } from '../../src/store/keys.js';
+import { decodeEpoch, extendArgs } from '../../src/store/protocol.js';
+import { registerScripts, scriptCommand } from '../../src/store/scripts.js';
 
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -142,6 +145,29 @@ describe('fake Redis: the real Lua, as Redis runs it', () => {
     expect(server.execute(['DBSIZE'])).toBe(0);
   });
 
+  it('KEYS and ARGV are plain tables: a script may pop them (_bound.lua takes the epoch hash and id off)', () => {
+    const { server } = world();
+    const lua = 'local last = table.remove(KEYS); local first = table.remove(ARGV, 1); return {last, first, #KEYS, #ARGV, KEYS[1], ARGV[1]}';
+    expect(evalLua(server, lua, ['k1', 'k2', 'epoch'], ['id', 'a1'])).toEqual(['epoch', 'id', 2, 1, 'k1', 'a1']);
+    // Each run starts from its own KEYS and ARGV.
+    expect(evalLua(server, 'return {#KEYS, #ARGV}', ['k'], ['a'])).toEqual([1, 1]);
+  });
+
+  it('evict(): the key is gone and INFO stats counts it in evicted_keys, per process (a restart starts from 0)', () => {
+    const { server } = world();
+    const evicted = () => /\r\nevicted_keys:(\d+)\r\n/.exec(String(server.execute(['INFO', 'stats'])))?.[1];
+    expect(evicted()).toBe('0');
+    server.execute(['SET', 'k', 'v', 'PX', '1000']);
+    expect(server.evict('k')).toBe(true);
+    expect(server.execute(['GET', 'k'])).toBeNull();
+    expect(server.evict('k')).toBe(false);
+    expect(evicted()).toBe('1');
+    // What the scripts read (_epoch.lua: infoField over INFO stats).
+    expect(evalLua(server, "return redis.call('INFO', 'stats')")).toContain('\r\nevicted_keys:1\r\n');
+    server.restart({ keepData: true });
+    expect(evicted()).toBe('0');
+  });
+
   it('EVALSHA of a script this process has not seen: NOSCRIPT', () => {
     const { server } = world();
     const lua = 'return 1';
@@ -189,6 +215,34 @@ describe('fake client: ioredis connection semantics', () => {
     expect(replies).toEqual([]);
     await run(20);
     expect(replies).toEqual(['set', 'get 1']);
+    client.disconnect();
+  });
+
+  it('epoch.lua (quorumlockEpoch) through the client: EVAL, then EVALSHA; a bound write after it runs in that epoch, and is refused in another', async () => {
+    const { clock, network, server, run } = world();
+    const client = new FakeRedis(server, network, { name: 'c', connected: true });
+    server.record = true;
+    registerScripts(client as never);
+    const epoch = scriptCommand(client, 'quorumlockEpoch');
+    const extend = scriptCommand(client, 'quorumlockExtend');
+    const first = epoch(1, EPOCH_KEY);
+    const again = epoch(1, EPOCH_KEY);
+    await run(10);
+    const { id } = decodeEpoch(await first);
+    expect(decodeEpoch(await again).id).toBe(id);
+    server.execute(['SET', 'lock', 'v', 'PX', '1000']);
+    const extended = extend(2, 'lock', EPOCH_KEY, id, ...extendArgs({ value: 'v', ttlMs: 5_000 }));
+    await run(10);
+    expect(await extended).toBe(1);
+    clock.advance(1);
+    server.restart({ keepData: true }); // a new run_id: a new epoch
+    await run(500);
+    const refused = extend(2, 'lock', EPOCH_KEY, id, ...extendArgs({ value: 'v', ttlMs: 5_000 })).catch((error: Error) => error.message);
+    await run(10);
+    expect(await refused).toMatch(/^QUORUMLOCK_EPOCH \d+$/);
+    expect(await refused).not.toBe(`QUORUMLOCK_EPOCH ${id}`);
+    const scripts = server.log.filter((entry) => entry.args[0] === 'EVAL' || entry.args[0] === 'EVALSHA').map((entry) => entry.args[0]);
+    expect(scripts).toEqual(['EVAL', 'EVALSHA', 'EVAL', 'EVAL']);
     client.disconnect();
   });
 

@@ -13,7 +13,8 @@
  * CLIENT SETNAME/SETINFO, EVAL, EVALSHA (NOSCRIPT when the process has not seen the script),
  * SCRIPT LOAD/EXISTS/FLUSH, QUIT. Empty hashes and sorted sets vanish, as in Redis.
  *
- * Time: the server's clock is `offsetMs + clock.now()` (ms since the Unix epoch), read in whole
+ * Time: the server's clock is `offsetMs + rate × clock.now()` (ms since the Unix epoch; rate 1
+ * unless the server is given a drifting clock), read in whole
  * ms for expiries (mstime()) and in µs for TIME. A key with an expiry is gone once the server's
  * ms are past it (Redis: expired when now > when); it is dropped lazily when touched, which is
  * all any client can observe (a script sees one frozen time, as in Redis 7).
@@ -24,7 +25,8 @@
  * process is closed (the fake client then reconnects and re-sends, as ioredis does). failover()
  * gives the data a new master_replid (a promotion); resync() replaces the data and the replid,
  * keeping the run_id (a demoted master that full-resynced). pause() holds every command that
- * arrives until resume() (SIGSTOP, CLIENT PAUSE).
+ * arrives until resume() (SIGSTOP, CLIENT PAUSE). evict() removes a key as an eviction does, and
+ * counts it in INFO stats' evicted_keys (per process, as Redis' stats).
  */
 import type { ManualClock } from '../../src/clock/index.js';
 import { ErrorReply, type LuaVM, type Reply, sha1, sharedLuaVM, StatusReply } from './lua-vm.js';
@@ -50,6 +52,8 @@ export interface FakeRedisOptions {
   port: number;
   /** The server's wall clock at clock time 0. Default 1_700_000_000_000 (Nov 2023). */
   offsetMs?: number;
+  /** Server ms per clock ms: 1.05 = this server's clock runs 5 % fast (the drift simulation, bench/drift). Default 1. */
+  rate?: number;
   /** INFO memory: 0 = no limit. */
   maxmemory?: number;
   maxmemoryPolicy?: string;
@@ -66,6 +70,8 @@ interface Process {
   readonly channels: Map<string, Set<ServerSocket>>;
   readonly startedAt: number;
   commands: number;
+  /** INFO stats evicted_keys: keys this process evicted (evict()), since it started. */
+  evictedKeys: number;
 }
 
 /** One command from a client, run once the server gets to it (now, or at resume() when paused). */
@@ -90,6 +96,7 @@ export class FakeRedisServer {
   readonly port: number;
   readonly clock: ManualClock;
   readonly offsetMs: number;
+  readonly rate: number;
   readonly version: string;
   maxmemory: number;
   maxmemoryPolicy: string;
@@ -112,6 +119,7 @@ export class FakeRedisServer {
     this.host = options.host ?? '127.0.0.1';
     this.port = options.port;
     this.offsetMs = options.offsetMs ?? 1_700_000_000_000;
+    this.rate = options.rate ?? 1;
     this.maxmemory = options.maxmemory ?? 0;
     this.maxmemoryPolicy = options.maxmemoryPolicy ?? 'noeviction';
     this.version = options.version ?? '7.0.15';
@@ -121,11 +129,11 @@ export class FakeRedisServer {
 
   /** The server's wall clock in ms, as Redis' mstime() reads it. */
   nowMs(): number {
-    return Math.floor(this.offsetMs + this.clock.now());
+    return Math.floor(this.offsetMs + this.rate * this.clock.now());
   }
 
   #nowUs(): number {
-    return Math.floor((this.offsetMs + this.clock.now()) * 1000);
+    return Math.floor((this.offsetMs + this.rate * this.clock.now()) * 1000);
   }
 
   get up(): boolean {
@@ -172,6 +180,7 @@ export class FakeRedisServer {
       channels: new Map(),
       startedAt: this.nowMs(),
       commands: 0,
+      evictedKeys: 0,
     };
   }
 
@@ -214,6 +223,19 @@ export class FakeRedisServer {
   /** Puts back a snapshot() into the current process (same run id, same replication id). */
   restore(snapshot: Map<string, Entry>): void {
     if (this.#process) this.#process.data = new Map([...snapshot].map(([key, entry]) => [key, cloneEntry(entry)]));
+  }
+
+  /**
+   * The server evicts `key` (maxmemory reached under an eviction policy, which CONFIG SET can
+   * switch on at runtime with every connection kept): the key is gone and INFO stats'
+   * evicted_keys counts one more, as Redis counts every eviction. False when there is no such key.
+   */
+  evict(key: string): boolean {
+    const process = this.#process;
+    if (!process || !this.#lookup(process, key)) return false;
+    process.data.delete(key);
+    process.evictedKeys++;
+    return true;
   }
 
   pause(): void {
@@ -275,6 +297,13 @@ export class FakeRedisServer {
     const reply = this.#command(process, args.map(String), socket, false);
     if (this.record) this.log.push({ at: this.nowMs(), incarnation: process.incarnation, args: [...args], reply });
     return reply;
+  }
+
+  /** The string value of `key` now (an expired key is dropped), without running a command: for probes. */
+  peek(key: string): string | undefined {
+    const process = this.#process;
+    const entry = process && this.#lookup(process, key);
+    return entry?.type === 'string' ? entry.value : undefined;
   }
 
   /** A snapshot of the keyspace (expired keys dropped), for assertions and traces. */
@@ -676,7 +705,7 @@ export class FakeRedisServer {
         'mem_allocator:jemalloc-5.2.1',
       ],
       persistence: ['loading:0', 'async_loading:0', 'rdb_bgsave_in_progress:0', 'aof_enabled:0'],
-      stats: [`total_commands_processed:${process.commands}`, 'evicted_keys:0', 'expired_keys:0'],
+      stats: [`total_commands_processed:${process.commands}`, `evicted_keys:${process.evictedKeys}`, 'expired_keys:0'],
       replication:
         this.role === 'master'
           ? [

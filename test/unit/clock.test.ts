@@ -207,7 +207,8 @@ describe('ManualClock', () => {
     const clock = new ManualClock(100);
     const sleep = track(clock.sleep(10));
     expect(() => clock.advance(ms)).toThrow(RangeError);
-    expect(() => clock.advance(ms)).toThrow(/advance\(ms\): ms must be >= 0/);
+    expect(() => clock.advance(ms)).toThrow(/^quorumlock: ms must be >= 0 \(ManualClock.advance\), got /);
+    expect(() => clock.advance(ms)).toThrow(expect.objectContaining({ code: 'QUORUMLOCK_ERR_OUT_OF_RANGE', parameter: 'ms' }));
     expect(clock.now()).toBe(100);
     await settle();
     expect(sleep.settled).toBe('pending');

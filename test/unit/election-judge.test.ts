@@ -6,9 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { judgeLeader } from '../../src/election/judge.js';
 import type { LeaderVote } from '../../src/election/errors.js';
 
-const leads = (term: number, id: string, pttl: number, member = 'm'): LeaderVote => ({ member, reading: { leader: { term, id }, pttl } });
-const heldNoRecord = (pttl = 1000): LeaderVote => ({ member: 'm', reading: { leader: undefined, pttl } });
-const free: LeaderVote = { member: 'm', reading: { leader: undefined, pttl: -2 } };
+const leads = (term: number, id: string, pttl: number, member = 'm'): LeaderVote => ({ member, reading: { leader: { term, id }, pttl, quarantinedForMs: 0 } });
+const heldNoRecord = (pttl = 1000): LeaderVote => ({ member: 'm', reading: { leader: undefined, pttl, quarantinedForMs: 0 } });
+const free: LeaderVote = { member: 'm', reading: { leader: undefined, pttl: -2, quarantinedForMs: 0 } };
+/** Absent on a member restarted empty, inside its quarantine: it may have forgotten a lock that still rests on it. */
+const forgot: LeaderVote = { member: 'm', reading: { leader: undefined, pttl: -2, quarantinedForMs: 40_000 } };
 const silent: LeaderVote = { member: 'm', error: 'no answer within 50 ms' };
 
 describe('judgeLeader', () => {
@@ -34,13 +36,28 @@ describe('judgeLeader', () => {
     expect(judgeLeader([free, free, free, heldNoRecord(), silent], 3, 0, 0.01)).toEqual({ unknown: 'undecided' });
   });
 
+  it('an absence from a member inside its quarantine counts as "could hold", as silence does: never vacant on it', () => {
+    // Issue 21, defect 5: a leader on m1 + m2; m2 restarted empty; m1 unheard.
+    expect(judgeLeader([free, silent, forgot], 2, 0, 0.01)).toEqual({ unknown: 'unavailable' });
+    expect(judgeLeader([free, free, forgot, forgot, silent], 3, 0, 0.01)).toEqual({ unknown: 'unavailable' });
+    expect(judgeLeader([free, free, forgot, forgot, forgot], 3, 0, 0.01)).toEqual({ unknown: 'unavailable' });
+    // Too few could hold for a holder to have a quorum: vacant, however they answered.
+    expect(judgeLeader([free, free, free, forgot, silent], 3, 0, 0.01)).toEqual({ vacant: true });
+    expect(judgeLeader([free, free, free, forgot, forgot], 3, 0, 0.01)).toEqual({ vacant: true });
+    expect(judgeLeader([free, free, forgot], 2, 0, 0.01)).toEqual({ vacant: true });
+  });
+
   it('cannot tell with too few answers: a silent majority could hold a lock', () => {
     expect(judgeLeader([free, free, silent, silent, silent], 3, 0, 0.01)).toEqual({ unknown: 'unavailable' });
     expect(judgeLeader([leads(7, 'a', 900), leads(7, 'a', 900), silent, silent, silent], 3, 0, 0.01)).toEqual({ unknown: 'unavailable' });
   });
 
   it('a member that does not count (its reading carries an error) is not counted for the leader', () => {
-    const notCounting: LeaderVote = { member: 'm', reading: { leader: { term: 7, id: 'a' }, pttl: 900 }, error: 'does not count: not a master' };
+    const notCounting: LeaderVote = {
+      member: 'm',
+      reading: { leader: { term: 7, id: 'a' }, pttl: 900, quarantinedForMs: 0 },
+      error: 'does not count: not a master',
+    };
     expect(judgeLeader([leads(7, 'a', 900), leads(7, 'a', 900), notCounting, free, free], 3, 0, 0.01)).toEqual({ unknown: 'undecided' });
   });
 });

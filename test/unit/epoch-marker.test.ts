@@ -7,7 +7,7 @@ import { isUntouchedGenesis } from '../../src/store/keys.js';
 
 const RUN = 'a'.repeat(40);
 const REPL = 'b'.repeat(40);
-const fresh = { id: '1700000000000001', since: '1700000000000', run_id: RUN, replid: REPL, genesis: '1' };
+const fresh = { id: '1700000000000001', since: '1700000000000', run_id: RUN, replid: REPL, evicted: '0', genesis: '1' };
 
 describe('isUntouchedGenesis', () => {
   it('keeps a brand-new marker nothing wrote to since', () => {

@@ -1,20 +1,32 @@
 /**
- * src/errors.ts: every error carries a stable `code`; messages are what they were; `instanceof`
- * holds across two copies of the module (as the ESM and CJS builds are, side by side) through
- * Symbol.for brands, while subclasses and `instanceof Error` behave as usual. Pure: no redis.
+ * src/errors.ts: every error quorumlock throws extends QuorumlockError (the argument errors, which
+ * stay TypeError / RangeError, carry its brand) and carries a stable `code`; messages are what they
+ * were; `instanceof` holds across two copies of the module, and across the ESM and CJS builds of
+ * the package side by side, through Symbol.for brands, while subclasses and `instanceof Error`
+ * behave as usual. The table below lists every class. Pure: no redis.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { inspect } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { build, type BuildOptions } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   argumentError,
+  codes,
+  electionErrorCodes,
   errorCodes,
   LockAcquireError,
   LockExtendError,
   LockLostError,
+  QuorumlockError,
   type ArgumentError,
   type AttemptRecord,
   type ErrorCode,
 } from '../../src/errors.js';
+import * as errors from '../../src/errors.js';
+import * as index from '../../src/index.js';
 import type { MemberVote } from '../../src/quorum/votes.js';
 
 type ErrorsModule = typeof import('../../src/errors.js');
@@ -48,19 +60,31 @@ describe('codes', () => {
     for (const error of [acquire, extend, lost]) expect(Object.keys(error)).toContain('code');
   });
 
-  it('errorCodes lists every code, each under its own name', () => {
-    expect(Object.values(errorCodes).sort()).toEqual([
+  it('codes lists every code, each under its own name; errorCodes and electionErrorCodes still say the same', () => {
+    expect(Object.values(codes).sort()).toEqual([
       'QUORUMLOCK_ERR_ACQUIRE',
+      'QUORUMLOCK_ERR_EPOCH_CHANGED',
+      'QUORUMLOCK_ERR_EPOCH_TOO_NEW',
       'QUORUMLOCK_ERR_EXTEND',
       'QUORUMLOCK_ERR_INVALID_ARG_TYPE',
+      'QUORUMLOCK_ERR_LEADERSHIP_LOST',
+      'QUORUMLOCK_ERR_LEADER_UNKNOWN',
       'QUORUMLOCK_ERR_LOCK_LOST',
+      'QUORUMLOCK_ERR_NOT_MASTER',
       'QUORUMLOCK_ERR_OUT_OF_RANGE',
       'QUORUMLOCK_ERR_PROTOCOL',
       'QUORUMLOCK_ERR_REENTRANCY',
+      'QUORUMLOCK_ERR_RESET_MEMBERS',
+      'QUORUMLOCK_ERR_SEMAPHORE_UNAVAILABLE',
       'QUORUMLOCK_ERR_TESTING_ONLY',
       'QUORUMLOCK_ERR_UNKNOWN_OPTION',
     ]);
-    for (const [key, code] of Object.entries(errorCodes)) expect(key).toBe(code);
+    for (const [key, code] of Object.entries(codes)) expect(key).toBe(code);
+    expect(errorCodes).toBe(codes);
+    expect(electionErrorCodes).toEqual({
+      QUORUMLOCK_ERR_LEADERSHIP_LOST: 'QUORUMLOCK_ERR_LEADERSHIP_LOST',
+      QUORUMLOCK_ERR_LEADER_UNKNOWN: 'QUORUMLOCK_ERR_LEADER_UNKNOWN',
+    });
     const code: ErrorCode = new LockLostError(['r'], 'expired').code;
     expect(code).toBe(errorCodes.QUORUMLOCK_ERR_LOCK_LOST);
   });
@@ -173,12 +197,14 @@ describe('instanceof across two copies of the module', () => {
   });
 
   it('values without the brand are no instances', () => {
-    for (const value of [null, undefined, 0, 'LockAcquireError', {}, new Error('x'), Symbol('x'), () => {}]) {
+    for (const value of [null, undefined, 0, 'LockAcquireError', {}, new Error('x'), new TypeError('x'), Symbol('x'), () => {}]) {
       expect(value instanceof LockAcquireError).toBe(false);
       expect(value instanceof LockExtendError).toBe(false);
       expect(value instanceof LockLostError).toBe(false);
+      expect(value instanceof QuorumlockError).toBe(false);
     }
     expect({ [Symbol.for('quorumlock.error.LockAcquireError')]: 'yes' } instanceof LockAcquireError).toBe(false);
+    expect({ [Symbol.for('quorumlock.error')]: 'yes' } instanceof QuorumlockError).toBe(false);
   });
 
   it('a second class with the same brand is recognised (what another build or version does)', () => {
@@ -193,9 +219,18 @@ describe('instanceof across two copies of the module', () => {
     expect(new Foreign() instanceof LockAcquireError).toBe(false);
   });
 
-  it('the prototype chain still counts for the class itself', () => {
+  it('the brands sit on the prototypes (as undici does), so the prototype chain carries them', () => {
     expect(Object.create(LockAcquireError.prototype) instanceof LockAcquireError).toBe(true);
-    expect(Object.create(LockAcquireError.prototype) instanceof copy.LockAcquireError).toBe(false);
+    expect(Object.create(LockAcquireError.prototype) instanceof copy.LockAcquireError).toBe(true);
+    expect(Object.create(LockAcquireError.prototype) instanceof copy.QuorumlockError).toBe(true);
+    expect(Object.create(LockAcquireError.prototype) instanceof copy.LockLostError).toBe(false);
+  });
+
+  it('a value with only the base brand is a QuorumlockError, and of no class below it', () => {
+    const foreign = Object.assign(new Error('x'), { [Symbol.for('quorumlock.error')]: true });
+    expect(foreign instanceof QuorumlockError).toBe(true);
+    expect(foreign instanceof copy.QuorumlockError).toBe(true);
+    expect(foreign instanceof LockAcquireError).toBe(false);
   });
 });
 
@@ -230,7 +265,13 @@ describe('subclasses', () => {
     expect(lost instanceof CustomLost).toBe(true);
     expect(lost instanceof LockLostError).toBe(true);
     expect(lost instanceof copy.LockLostError).toBe(true);
+    expect(lost instanceof QuorumlockError).toBe(true);
     expect(lost.code).toBe('QUORUMLOCK_ERR_LOCK_LOST');
+  });
+
+  it('an instance of a subclass is no instance of a sibling subclass of QuorumlockError', () => {
+    expect(new Custom(['r'], [], 0, 'wait budget exhausted') instanceof copy.LockLostError).toBe(false);
+    expect(new CustomLost(['r'], 'expired') instanceof Custom).toBe(false);
   });
 });
 
@@ -257,5 +298,252 @@ describe('argumentError', () => {
     const error = argumentError(RangeError, 'retryCount', 'must be an integer >= 0, got -1');
     expect(JSON.parse(JSON.stringify(error))).toEqual({ parameter: 'retryCount', code: 'QUORUMLOCK_ERR_OUT_OF_RANGE' });
     expect(inspect(error)).toContain("code: 'QUORUMLOCK_ERR_OUT_OF_RANGE'");
+  });
+});
+
+// --- Every class, in every copy: this source, a second copy of it, and the ESM and CJS builds -----
+
+/** The error classes, by the names src/errors.ts and the package export them under. */
+type ClassName =
+  | 'LockAcquireError'
+  | 'LockExtendError'
+  | 'LockLostError'
+  | 'ArgumentTypeError'
+  | 'ArgumentRangeError'
+  | 'UnknownOptionError'
+  | 'ReentrancyError'
+  | 'ProtocolError'
+  | 'SemaphoreUnavailableError'
+  | 'LeadershipLostError'
+  | 'LeaderUnknownError'
+  | 'EpochChangedError'
+  | 'NotMasterError'
+  | 'EpochTooNewError'
+  | 'TestingOnlyError'
+  | 'ResetMembersError';
+type Classes = Pick<ErrorsModule, ClassName | 'QuorumlockError'>;
+
+interface Row {
+  Class: ClassName;
+  /** `error.name`: the class name, but for the argument errors, which stay 'TypeError' / 'RangeError' as before. */
+  name: string;
+  code: ErrorCode;
+  /** The built-in class it also is. */
+  kind: typeof Error | typeof TypeError | typeof RangeError;
+  make(from: Classes): Error & { code: string };
+}
+
+/** Every error class of quorumlock: its name, its code, the built-in it extends, and one instance. */
+const table: Row[] = [
+  {
+    Class: 'LockAcquireError',
+    name: 'LockAcquireError',
+    code: 'QUORUMLOCK_ERR_ACQUIRE',
+    kind: Error,
+    make: (from) => new from.LockAcquireError(['r'], [attempt('taken')], 10, 'retries exhausted'),
+  },
+  {
+    Class: 'LockExtendError',
+    name: 'LockExtendError',
+    code: 'QUORUMLOCK_ERR_EXTEND',
+    kind: Error,
+    make: (from) => new from.LockExtendError(['r'], 'unavailable', votes, 5),
+  },
+  { Class: 'LockLostError', name: 'LockLostError', code: 'QUORUMLOCK_ERR_LOCK_LOST', kind: Error, make: (from) => new from.LockLostError(['r'], 'expired') },
+  {
+    Class: 'ArgumentTypeError',
+    name: 'TypeError',
+    code: 'QUORUMLOCK_ERR_INVALID_ARG_TYPE',
+    kind: TypeError,
+    make: (from) => new from.ArgumentTypeError('ttl', 'must be a number, got "5"'),
+  },
+  {
+    Class: 'ArgumentRangeError',
+    name: 'RangeError',
+    code: 'QUORUMLOCK_ERR_OUT_OF_RANGE',
+    kind: RangeError,
+    make: (from) => new from.ArgumentRangeError('driftFactor', 'must be in [0, 0.5), got 0.7'),
+  },
+  {
+    Class: 'UnknownOptionError',
+    name: 'TypeError',
+    code: 'QUORUMLOCK_ERR_UNKNOWN_OPTION',
+    kind: TypeError,
+    make: (from) => new from.UnknownOptionError('automaticExtensionThreshold', 'is not an option of new Redlock()'),
+  },
+  {
+    Class: 'ReentrancyError',
+    name: 'ReentrancyError',
+    code: 'QUORUMLOCK_ERR_REENTRANCY',
+    kind: Error,
+    make: (from) => new from.ReentrancyError(['r'], 2, 'reentrant acquire of r would nest 2 deep, more than maxReentrancy (1)'),
+  },
+  { Class: 'ProtocolError', name: 'ProtocolError', code: 'QUORUMLOCK_ERR_PROTOCOL', kind: Error, make: (from) => new from.ProtocolError('unexpected reply 9') },
+  {
+    Class: 'SemaphoreUnavailableError',
+    name: 'SemaphoreUnavailableError',
+    code: 'QUORUMLOCK_ERR_SEMAPHORE_UNAVAILABLE',
+    kind: Error,
+    make: (from) => new from.SemaphoreUnavailableError('gpu', [{ member: 'a:6379/0', pttls: undefined, error: 'timeout' }], 2),
+  },
+  {
+    Class: 'LeadershipLostError',
+    name: 'LeadershipLostError',
+    code: 'QUORUMLOCK_ERR_LEADERSHIP_LOST',
+    kind: Error,
+    make: (from) => new from.LeadershipLostError('scheduler', 7, 'resigned'),
+  },
+  {
+    Class: 'LeaderUnknownError',
+    name: 'LeaderUnknownError',
+    code: 'QUORUMLOCK_ERR_LEADER_UNKNOWN',
+    kind: Error,
+    make: (from) => new from.LeaderUnknownError('scheduler', [{ member: 'a:6379/0', error: 'timeout' }], 'unavailable'),
+  },
+  {
+    Class: 'EpochChangedError',
+    name: 'EpochChangedError',
+    code: 'QUORUMLOCK_ERR_EPOCH_CHANGED',
+    kind: Error,
+    make: (from) => new from.EpochChangedError('a:6379/0', 'e1', 'e2'),
+  },
+  { Class: 'NotMasterError', name: 'NotMasterError', code: 'QUORUMLOCK_ERR_NOT_MASTER', kind: Error, make: (from) => new from.NotMasterError('a:6379/0') },
+  {
+    Class: 'EpochTooNewError',
+    name: 'EpochTooNewError',
+    code: 'QUORUMLOCK_ERR_EPOCH_TOO_NEW',
+    kind: Error,
+    make: (from) => new from.EpochTooNewError('a:6379/0', 'e2'),
+  },
+  {
+    Class: 'TestingOnlyError',
+    name: 'TestingOnlyError',
+    code: 'QUORUMLOCK_ERR_TESTING_ONLY',
+    kind: Error,
+    make: (from) => new from.TestingOnlyError('quorumlock/testing: resetMembers() refuses to run with NODE_ENV=production'),
+  },
+  {
+    Class: 'ResetMembersError',
+    name: 'ResetMembersError',
+    code: 'QUORUMLOCK_ERR_RESET_MEMBERS',
+    kind: Error,
+    make: (from) => new from.ResetMembersError('a:6379/0', 'has no master node'),
+  },
+];
+
+type Testing = typeof import('../../src/testing.js');
+interface Build {
+  index: Classes & Record<string, unknown>;
+  testing: Testing;
+}
+
+/**
+ * The package's ESM and CJS builds, bundled as scripts/build.mjs bundles them (esbuild, node20,
+ * ioredis external; src/index.ts and src/testing.ts each on their own), fresh from src/ into a
+ * directory of this test's own: the checkout's dist/ may be absent or older than src/, and
+ * `npm run build` deletes it first, under whoever else reads it. Inside node_modules, so that
+ * the bundles' ioredis resolves. The CJS one is loaded with require(), the ESM one with import().
+ */
+const root = fileURLToPath(new URL('../../', import.meta.url));
+let outDir: string;
+const builds = {} as { esm: Build; cjs: Build };
+
+beforeAll(async () => {
+  outDir = mkdtempSync(join(root, 'node_modules', '.quorumlock-errors-'));
+  const common: BuildOptions = { bundle: true, platform: 'node', target: 'node20', external: ['ioredis'], logLevel: 'silent' };
+  const entries = { index: join(root, 'src/index.ts'), testing: join(root, 'src/testing.ts') };
+  await Promise.all(
+    (['esm', 'cjs'] as const).flatMap((format) =>
+      Object.entries(entries).map(([name, entry]) => build({ ...common, entryPoints: [entry], format, outfile: join(outDir, format, `${name}.js`) })),
+    ),
+  );
+  writeFileSync(join(outDir, 'esm/package.json'), '{ "type": "module" }\n');
+  writeFileSync(join(outDir, 'cjs/package.json'), '{ "type": "commonjs" }\n');
+  const load = (format: 'esm' | 'cjs', name: string): Promise<unknown> =>
+    format === 'cjs'
+      ? Promise.resolve(createRequire(import.meta.url)(join(outDir, 'cjs', `${name}.js`)))
+      : import(/* @vite-ignore */ pathToFileURL(join(outDir, 'esm', `${name}.js`)).href);
+  for (const format of ['esm', 'cjs'] as const)
+    builds[format] = { index: (await load(format, 'index')) as Build['index'], testing: (await load(format, 'testing')) as Testing };
+}, 60_000);
+
+afterAll(() => {
+  if (outDir) rmSync(outDir, { recursive: true, force: true });
+});
+
+/** Every copy of the classes: this source, a second copy of it, and the two builds. */
+const copies = (): [string, Classes][] => [
+  ['src', errors],
+  ['src copy', copy],
+  ['ESM build', builds.esm.index],
+  ['CJS build', builds.cjs.index],
+];
+
+describe('every error class (the table)', () => {
+  it('the builds are really other copies, with classes of their own, one in the format asked for', () => {
+    expect(builds.esm.index.LockAcquireError).not.toBe(builds.cjs.index.LockAcquireError);
+    expect(builds.esm.index.QuorumlockError).not.toBe(QuorumlockError);
+    expect(builds.cjs.index.QuorumlockError).not.toBe(QuorumlockError);
+    expect(createRequire(import.meta.url).cache[join(outDir, 'cjs/index.js')]).toBeDefined();
+  });
+
+  it('lists every class src/index.ts exports (as a value) and every code, each code once', () => {
+    const branded = (module: Record<string, unknown>) =>
+      Object.entries(module)
+        .filter(
+          ([, value]) => typeof value === 'function' && (value as { prototype?: Record<symbol, unknown> }).prototype?.[Symbol.for('quorumlock.error')] === true,
+        )
+        .map(([name]) => name)
+        .sort();
+    const listed = ['QuorumlockError', ...table.map((row) => row.Class)].sort();
+    expect(branded(index)).toEqual(listed);
+    expect(branded(errors)).toEqual(listed);
+    expect(branded(builds.esm.index)).toEqual(listed);
+    expect(branded(builds.cjs.index)).toEqual(listed);
+    expect(table.map((row) => row.code).sort()).toEqual(Object.values(codes).sort());
+  });
+
+  describe.each(table)('$Class', (row) => {
+    it(`is named ${row.name}, has code ${row.code}, and is a QuorumlockError, a ${row.Class} and a ${row.kind.name}, whichever copy made it and whichever checks`, () => {
+      for (const [madeBy, from] of copies()) {
+        const error = row.make(from);
+        expect(error.name, madeBy).toBe(row.name);
+        expect(error.code, madeBy).toBe(row.code);
+        expect(Object.keys(error), madeBy).toContain('code');
+        expect(JSON.parse(JSON.stringify(error)).code, madeBy).toBe(row.code);
+        expect(Object.getOwnPropertySymbols(error), madeBy).toEqual([]);
+        for (const [checkedBy, by] of copies()) {
+          const where = `made by ${madeBy}, checked by ${checkedBy}`;
+          expect(error instanceof by.QuorumlockError, where).toBe(true);
+          expect(error instanceof by[row.Class], where).toBe(true);
+          for (const other of table) if (other.Class !== row.Class) expect(error instanceof by[other.Class], `${where}: no ${other.Class}`).toBe(false);
+        }
+        expect(error instanceof Error, madeBy).toBe(true);
+        expect(error instanceof row.kind, madeBy).toBe(true);
+        if (row.kind === TypeError) expect(error instanceof RangeError, madeBy).toBe(false);
+        if (row.kind === RangeError) expect(error instanceof TypeError, madeBy).toBe(false);
+      }
+    });
+  });
+
+  it('what quorumlock/testing throws, from either build, is an instance of every copy of its class', async () => {
+    const saved = process.env.NODE_ENV;
+    process.env.NODE_ENV = 'production';
+    try {
+      for (const format of ['esm', 'cjs'] as const) {
+        const error: unknown = await builds[format].testing.resetMembers([]).then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        );
+        for (const [checkedBy, by] of copies()) {
+          expect(error instanceof by.TestingOnlyError, `${format} testing, checked by ${checkedBy}`).toBe(true);
+          expect(error instanceof by.QuorumlockError, `${format} testing, checked by ${checkedBy}`).toBe(true);
+        }
+        expect(error).toMatchObject({ name: 'TestingOnlyError', code: 'QUORUMLOCK_ERR_TESTING_ONLY' });
+      }
+    } finally {
+      if (saved === undefined) delete process.env.NODE_ENV;
+      else process.env.NODE_ENV = saved;
+    }
   });
 });

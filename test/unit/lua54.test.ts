@@ -9,15 +9,30 @@
  *   `/` yields a float: 2.0 would reach a reply or a command as "2.0");
  * - every key a command touches is one of the script's KEYS (Dragonfly refuses undeclared keys;
  *   channels, INFO and TIME are not keys);
- * and that the replies are the ones the protocol expects.
+ * and that the replies are the ones the protocol expects. Every script that writes is called as the
+ * client calls it (src/members/epochs.ts, src/lua/_bound.lua): the epoch read first (epoch.lua),
+ * its hash last in KEYS, its id first in ARGV (`bound` below); a call bound to any other epoch
+ * writes nothing and fails with QUORUMLOCK_EPOCH.
  * Skipped, with the reason printed, only when lua5.4 is not installed.
  */
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/clock.js';
-import { acquireLua, acquireSharedLua, extendLua, extendSharedLua, fenceLua, guardLua, leaveLua, releaseLua, trustLua } from '../../src/lua/sources.js';
+import {
+  acquireLua,
+  acquireSharedLua,
+  epochLua,
+  extendLua,
+  extendSharedLua,
+  fenceLua,
+  guardLua,
+  leaveLua,
+  permitsLua,
+  releaseLua,
+  trustLua,
+} from '../../src/lua/sources.js';
 import { EPOCH_KEY, resourceKeys, waiterChannel } from '../../src/store/keys.js';
 import {
   acquireArgs,
@@ -187,6 +202,16 @@ const request = (value: string, overrides: Partial<AcquireRequest> = {}): Acquir
   ...overrides,
 });
 
+/** Where a bound call goes: which epoch hash, and (`to`) an id to bind it to other than the one last read. */
+interface Binding {
+  epochKey?: string;
+  to?: string;
+}
+
+/** Commands that write (what a refused call must not run). */
+const WRITES = new Set(['SET', 'DEL', 'PEXPIRE', 'ZADD', 'ZREM', 'ZREMRANGEBYSCORE', 'HSET', 'HDEL', 'PUBLISH']);
+const writesOf = (run: Run) => run.calls.filter((call) => WRITES.has((call[0] ?? '').toUpperCase()));
+
 describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVersion ?? 'absent'})`, () => {
   let clock: ManualClock;
   let server: FakeRedisServer;
@@ -199,6 +224,10 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
   });
   afterAll(() => lua?.close());
 
+  /** The epoch id last read per epoch hash, as the client's EpochBook keeps it; each test reads its own. */
+  const known = new Map<string, string>();
+  beforeEach(() => known.clear());
+
   /** Runs `script` and requires a clean run: no floats, no undeclared key, no unknown command. */
   async function clean(name: string, script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Run> {
     const run = await lua.run(name, script, keys, args);
@@ -206,8 +235,36 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     return run;
   }
 
-  const acquire = (resources: string[], req: AcquireRequest, settled = '', script = acquireLua) =>
-    clean('acquire.lua', script, [...resourceKeys(resources), EPOCH_KEY], acquireArgs(req, settled));
+  /** epoch.lua on `epochKey` (it begins an epoch where there is none): the id, remembered for the bound calls after it. */
+  async function readEpoch(epochKey = EPOCH_KEY): Promise<string> {
+    const run = await clean('epoch.lua', epochLua, [epochKey], []);
+    expect(run.reply).toEqual([expect.stringMatching(/^\d{16}$/), expect.any(Number)]);
+    const id = (run.reply as Value[])[0] as string;
+    known.set(epochKey, id);
+    return id;
+  }
+
+  /**
+   * A write as the client sends it (members/epochs.ts): its KEYS then the epoch hash, the id of the
+   * epoch last read there (read first when none is; `to`: another id) then its ARGV.
+   */
+  async function bound(
+    name: string,
+    script: string,
+    keys: readonly string[],
+    args: readonly string[],
+    { epochKey = EPOCH_KEY, to }: Binding = {},
+  ): Promise<Run> {
+    const id = to ?? known.get(epochKey) ?? (await readEpoch(epochKey));
+    return clean(name, script, [...keys, epochKey], [id, ...args]);
+  }
+
+  const acquire = (
+    resources: string[],
+    req: AcquireRequest,
+    { settled = '', script = acquireLua, ...binding }: Binding & { settled?: string; script?: string } = {},
+  ) => bound('acquire.lua', script, resourceKeys(resources), acquireArgs(req, settled), binding);
+  const extend = (keys: string[], value: string, binding?: Binding) => bound('extend.lua', extendLua, keys, extendArgs({ value, ttlMs: 10_000 }), binding);
 
   it('the interpreter is Lua 5.4, and it refuses what Redis 7 refuses (unknown globals, `unpack`)', async () => {
     expect(luaVersion).toMatch(/Lua 5\.4/);
@@ -217,20 +274,23 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     expect(run.problems).toEqual([expect.stringMatching(/a float in the reply/)]);
   });
 
-  it('acquire, trust, fence, extend, release, leave and guard run clean and reply as the protocol says', async () => {
-    // A brand-new epoch: quarantined, the fence counter untrusted.
+  it('acquire, trust, fence, extend, permits, release, leave and guard run clean and reply as the protocol says', async () => {
+    // A brand-new epoch, begun by the first read: 0 ms old; then quarantined, the fence counter untrusted.
+    const epoch = await clean('epoch.lua', epochLua, [EPOCH_KEY], []);
+    expect(epoch.reply).toEqual([expect.any(String), 0]);
+    const epochId = (epoch.reply as Value[])[0] as string;
+    known.set(EPOCH_KEY, epochId);
     const first = await acquire(['lua54:a'], request('owner-a'));
-    expect(first.reply).toEqual([3, 60_000, 0, 0, expect.any(String)]);
-    const epochId = (first.reply as Value[])[4] as string;
+    expect(first.reply).toEqual([3, 60_000, 0, 0, epochId]);
 
     // trust 'new': the quarantine left before (an integer), then genesis.
-    expect((await clean('trust.lua', trustLua, [EPOCH_KEY], trustArgs('new', 60_000))).reply).toBe(60_000);
+    expect((await bound('trust.lua', trustLua, [], trustArgs('new', 60_000))).reply).toBe(60_000);
 
     // A free key in a trusted epoch: locked, counter 0 and trusted.
     expect((await acquire(['lua54:b'], request('owner-b'))).reply).toEqual([1, 0, 0, 1, epochId]);
     // The epoch already seen settled, no fencing: the short reply.
-    expect((await acquire(['lua54:c'], request('owner-c', { fencing: false }), epochId)).reply).toBe(1);
-    // Two resources at once (6 keys + the epoch: resourceCount's arithmetic).
+    expect((await acquire(['lua54:c'], request('owner-c', { fencing: false }), { settled: epochId })).reply).toBe(1);
+    // Two resources at once (10 keys + the epoch: resourceCount's arithmetic).
     expect((await acquire(['lua54:d1', 'lua54:d2'], request('owner-d'))).reply).toEqual([1, 0, 0, 1, epochId]);
 
     // A held key: refused, and the caller joins the line (place 0).
@@ -238,34 +298,94 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const held = await acquire(['lua54:a'], request('other', { waiter: { id: 'proc.1.w1', ticket: 2, leaseMs: 5_000 } }));
     expect(held.reply).toEqual([0, 9_000, 0, epochId, 0, 0]);
 
+    // The epoch's age, on the member's clock.
+    expect((await clean('epoch.lua', epochLua, [EPOCH_KEY], [])).reply).toEqual([epochId, 1_000]);
+
     // extend: held by us, by another, gone.
-    expect((await clean('extend.lua', extendLua, ['lua54:a'], extendArgs('owner-a', 10_000))).reply).toBe(1);
-    expect((await clean('extend.lua', extendLua, ['lua54:a'], extendArgs('other', 10_000))).reply).toBe(-1);
-    expect((await clean('extend.lua', extendLua, ['lua54:none'], extendArgs('owner-a', 10_000))).reply).toBe(0);
+    expect((await extend(['lua54:a'], 'owner-a')).reply).toBe(1);
+    expect((await extend(['lua54:a'], 'other')).reply).toBe(-1);
+    expect((await extend(['lua54:none'], 'owner-a')).reply).toBe(0);
 
     // fence: a propose while holding, then a sync with a floor, in the epoch named.
-    const propose = await clean('fence.lua', fenceLua, ['lua54:a', EPOCH_KEY], fenceArgs('owner-a', 5, 'propose', epochId, undefined));
+    const propose = await bound('fence.lua', fenceLua, ['lua54:a'], fenceArgs({ value: 'owner-a', token: 5, mode: 'propose', epoch: epochId }));
     expect(propose.reply).toEqual([1, 0, 1, epochId, 5, 1]);
-    const sync = await clean('fence.lua', fenceLua, ['lua54:b', EPOCH_KEY], fenceArgs('owner-b', 7, 'sync', epochId, 3));
+    const sync = await bound('fence.lua', fenceLua, ['lua54:b'], fenceArgs({ value: 'owner-b', token: 7, mode: 'sync', epoch: epochId, floor: 3 }));
     expect(sync.reply).toEqual([1, 0, 1, epochId, 7, 1]);
-    // Another epoch named: refused.
-    expect((await clean('fence.lua', fenceLua, ['lua54:a', EPOCH_KEY], fenceArgs('owner-a', 9, 'sync', 'other', 3))).reply).toEqual([0, 0, 0, '', 0, 0]);
+    // Another epoch named by the attempt (fence.lua's own argument): refused.
+    expect((await bound('fence.lua', fenceLua, ['lua54:a'], fenceArgs({ value: 'owner-a', token: 9, mode: 'sync', epoch: 'other', floor: 3 }))).reply).toEqual([
+      0,
+      0,
+      0,
+      '',
+      0,
+      0,
+    ]);
 
     // trust 'floor': the floor now.
-    expect((await clean('trust.lua', trustLua, [EPOCH_KEY], trustArgs('floor', 10))).reply).toBe(10);
+    expect((await bound('trust.lua', trustLua, [], trustArgs('floor', 10))).reply).toBe(10);
+
+    // permits (a read: unbound): each lock key's PTTL (-2: absent), then each line's length.
+    expect((await clean('permits.lua', permitsLua, resourceKeys(['lua54:a', 'lua54:none']), [])).reply).toEqual([
+      [10_000, -2],
+      [1, 0],
+    ]);
 
     // release by the owner: one key deleted, the first waiter told on its channel.
-    const release = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:a']), EPOCH_KEY], releaseArgs('owner-a'));
+    const release = await bound('release.lua', releaseLua, resourceKeys(['lua54:a']), releaseArgs({ value: 'owner-a' }));
     expect(release.reply).toBe(1);
     expect(release.calls).toContainEqual(['PUBLISH', waiterChannel('proc.1.w1'), 'proc.1.w1']);
     expect(waiterChannel('proc.1.w1')).toBe('quorumlock:waiter:proc.1');
 
     // leave: the waiter gives up its place.
-    expect((await clean('leave.lua', leaveLua, [...resourceKeys(['lua54:a']), EPOCH_KEY], leaveArgs('proc.1.w1'))).reply).toBe(1);
+    expect((await bound('leave.lua', leaveLua, resourceKeys(['lua54:a']), leaveArgs({ waiterId: 'proc.1.w1' }))).reply).toBe(1);
 
-    // guard: a current token writes, an older one is turned away.
+    // guard (not a script of the members' epochs: unbound): a current token writes, an older one is turned away.
     expect((await clean('guard.lua', guardLua, ['lua54:data', 'lua54:data:fence'], ['v1', 3])).reply).toBe(1);
     expect((await clean('guard.lua', guardLua, ['lua54:data', 'lua54:data:fence'], ['v0', 2])).reply).toBe(0);
+  });
+
+  it('a write bound to another epoch writes nothing and names the epoch it found (QUORUMLOCK_EPOCH), whatever the script', async () => {
+    const epochKey = `${EPOCH_KEY}:stale`;
+    const at = { epochKey };
+    const current = await readEpoch(epochKey);
+    expect((await bound('trust.lua', trustLua, [], trustArgs('new', 60_000), at)).reply).toBe(60_000);
+    // Something for each script to act on: a held lock, a waiter in line, a reader, a fence counter.
+    await acquire(['lua54:st'], request('holder', { fencing: false }), at);
+    await acquire(['lua54:st'], request('waiting', { fencing: false, waiter: { id: 'proc.3.w', ticket: 2, leaseMs: 5_000 } }), at);
+    const reader = request(sharedName('reader'), { fencing: false, waiter: { id: sharedName('w-reader'), ticket: 3, leaseMs: 0 } });
+    expect(((await bound('acquireShared.lua', acquireSharedLua, resourceKeys(['lua54:st-r']), acquireArgs(reader, ''), at)).reply as Value[])[0]).toBe(1);
+    await bound('fence.lua', fenceLua, ['lua54:st'], fenceArgs({ value: 'holder', token: 4, mode: 'sync', epoch: current }), at);
+    const before = server.dump();
+
+    // An older epoch of this member (a call ioredis re-sent after a restart, a late copy), and one it never had.
+    for (const to of [String(BigInt(current) - 1n), '']) {
+      const stale = { epochKey, to };
+      const runs = [
+        await acquire(['lua54:st-free'], request('late'), stale),
+        await acquire(['lua54:st'], request('waiting', { fencing: false, waiter: { id: 'proc.3.w', ticket: 2, leaseMs: 5_000 } }), stale),
+        await bound(
+          'acquireShared.lua',
+          acquireSharedLua,
+          resourceKeys(['lua54:st-free']),
+          acquireArgs(request(sharedName('late'), { fencing: false, waiter: { id: sharedName('w-late'), ticket: 4, leaseMs: 0 } }), ''),
+          stale,
+        ),
+        await extend(['lua54:st'], 'holder', stale),
+        await bound('extendShared.lua', extendSharedLua, resourceKeys(['lua54:st-r']), extendArgs({ value: sharedName('reader'), ttlMs: 20_000 }), stale),
+        await bound('release.lua', releaseLua, resourceKeys(['lua54:st']), releaseArgs({ value: 'holder' }), stale),
+        await bound('leave.lua', leaveLua, resourceKeys(['lua54:st']), leaveArgs({ waiterId: 'proc.3.w' }), stale),
+        await bound('fence.lua', fenceLua, ['lua54:st'], fenceArgs({ value: 'holder', token: 9, mode: 'propose', epoch: current }), stale),
+        await bound('trust.lua', trustLua, [], trustArgs('new', 60_000), stale),
+        await bound('trust.lua', trustLua, [], trustArgs('floor', 100), stale),
+      ];
+      for (const run of runs) {
+        expect(run.reply).toEqual({ err: `QUORUMLOCK_EPOCH ${current}` });
+        expect(writesOf(run)).toEqual([]);
+      }
+    }
+    expect(server.dump()).toEqual(before);
+    // Bound to the epoch it is in, the same call acts.
+    expect((await extend(['lua54:st'], 'holder', at)).reply).toBe(1);
   });
 
   it('stale waiters are dropped by acquire and release (unpack of the stale list)', async () => {
@@ -280,7 +400,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     expect((again.reply as Value[])[2]).toBe(1); // behind 'oldproc.5' only
     await acquire(['lua54:s'], request('late-4', { fencing: false, waiter: { id: 'late-4', ticket: 7, leaseMs: 1_000 } }));
     clock.advance(1_500);
-    const release = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:s']), EPOCH_KEY], releaseArgs('holder'));
+    const release = await bound('release.lua', releaseLua, resourceKeys(['lua54:s']), releaseArgs({ value: 'holder' }));
     expect(release.reply).toBe(1);
     expect(release.calls).toContainEqual(['ZREM', resourceKeys(['lua54:s'])[1], 'late-4']);
     // An id of quorumlock 0.1.0 (one '.'): its own channel, the lock key as the message.
@@ -293,7 +413,9 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const shared = (id: string, overrides: Partial<AcquireRequest> = {}) =>
       request(sharedName(id), { fencing: false, waiter: { id: sharedName(`w-${id}`), ticket: 10, leaseMs: 0 }, ...overrides });
     const acquireShared = (resources: string[], req: AcquireRequest) =>
-      clean('acquireShared.lua', acquireSharedLua, [...resourceKeys(resources), EPOCH_KEY], acquireArgs(req, ''));
+      bound('acquireShared.lua', acquireSharedLua, resourceKeys(resources), acquireArgs(req, ''));
+    const extendShared = (value: string) => bound('extendShared.lua', extendSharedLua, resourceKeys(['lua54:r']), extendArgs({ value, ttlMs: 20_000 }));
+    const release = (value: string) => bound('release.lua', releaseLua, resourceKeys(['lua54:r']), releaseArgs({ value }));
     const [, , , readers] = resourceKeys(['lua54:r']);
     // Two readers at once; then a writer is refused (taken, for as long as the later reader lives).
     expect(((await acquireShared(['lua54:r'], shared('r1'))).reply as Value[])[0]).toBe(1);
@@ -306,26 +428,36 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const late = await acquireShared(['lua54:r'], shared('r3', { waiter: { id: sharedName('listener.7.r3'), ticket: 12, leaseMs: 5_000 } }));
     expect(late.reply).toEqual([2, -1, 1, expect.any(String), -1, 0]);
     // extendShared: alive → extended; unknown → gone. A reader's propose checks its entry.
-    expect((await clean('extendShared.lua', extendSharedLua, resourceKeys(['lua54:r']), extendArgs(sharedName('r1'), 20_000))).reply).toBe(1);
-    expect((await clean('extendShared.lua', extendSharedLua, resourceKeys(['lua54:r']), extendArgs(sharedName('nobody'), 20_000))).reply).toBe(0);
+    expect((await extendShared(sharedName('r1'))).reply).toBe(1);
+    expect((await extendShared(sharedName('nobody'))).reply).toBe(0);
     const epochId = (second.reply as Value[])[4] as string;
-    const propose = await clean('fence.lua', fenceLua, ['lua54:r', readers!, EPOCH_KEY], fenceArgs(sharedName('r2'), 50, 'propose', epochId, undefined));
+    const propose = await bound(
+      'fence.lua',
+      fenceLua,
+      ['lua54:r', readers!],
+      fenceArgs({ value: sharedName('r2'), token: 50, mode: 'propose', epoch: epochId }),
+    );
     expect((propose.reply as Value[])[0]).toBe(1);
-    const stranger = await clean('fence.lua', fenceLua, ['lua54:r', readers!, EPOCH_KEY], fenceArgs(sharedName('nobody'), 60, 'propose', epochId, undefined));
+    const stranger = await bound(
+      'fence.lua',
+      fenceLua,
+      ['lua54:r', readers!],
+      fenceArgs({ value: sharedName('nobody'), token: 60, mode: 'propose', epoch: epochId }),
+    );
     expect((stranger.reply as Value[])[0]).toBe(0);
     // Releases touch only their own entry; the last one wakes the writer at the head.
-    const first = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:r']), EPOCH_KEY], releaseArgs(sharedName('r1')));
+    const first = await release(sharedName('r1'));
     expect(first.reply).toBe(1);
     expect(first.calls.some((call) => call[0] === 'PUBLISH')).toBe(false);
-    const last = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:r']), EPOCH_KEY], releaseArgs(sharedName('r2')));
+    const last = await release(sharedName('r2'));
     expect(last.reply).toBe(1);
     expect(last.calls).toContainEqual(['PUBLISH', waiterChannel('proc.2.ww'), 'proc.2.ww']);
     // The writer enters; its release wakes the reader that waited behind it.
     expect(
       ((await acquire(['lua54:r'], request('writer', { fencing: false, waiter: { id: 'proc.2.ww', ticket: 11, leaseMs: 5_000 } }))).reply as Value[])[0],
     ).toBe(1);
-    await clean('leave.lua', leaveLua, [...resourceKeys(['lua54:r']), EPOCH_KEY], leaveArgs('proc.2.ww'));
-    const handover = await clean('release.lua', releaseLua, [...resourceKeys(['lua54:r']), EPOCH_KEY], releaseArgs('writer'));
+    await bound('leave.lua', leaveLua, resourceKeys(['lua54:r']), leaveArgs({ waiterId: 'proc.2.ww' }));
+    const handover = await release('writer');
     expect(handover.calls).toContainEqual(['PUBLISH', 'quorumlock:waiter:listener.7', sharedName('listener.7.r3')]);
     // An expired reader no longer keeps a writer out.
     expect(((await acquireShared(['lua54:r2'], shared('short', { ttlMs: 1_000 }))).reply as Value[])[0]).toBe(1);
@@ -333,20 +465,25 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     expect(((await acquire(['lua54:r2'], request('w2', { fencing: false }))).reply as Value[])[0]).toBe(1);
   });
 
-  it('a bound copy of acquire (binding.ts) runs too', async () => {
-    const bound = boundLua(acquireLua, server.runId!, 'abc123');
-    const run = await acquire(['lua54:bound'], request('owner-bound'), '', bound);
+  it('a bound copy of acquire and of epoch.lua (binding.ts) runs too', async () => {
+    const read = await clean('epoch.lua', boundLua(epochLua, server.runId!, 'abc123'), [EPOCH_KEY], []);
+    expect(read.calls.some((call) => call[0] === 'INFO' && call[1] === 'server')).toBe(false);
+    known.set(EPOCH_KEY, (read.reply as Value[])[0] as string);
+    const run = await acquire(['lua54:bound'], request('owner-bound'), { script: boundLua(acquireLua, server.runId!, 'abc123') });
     expect((run.reply as Value[])[0]).toBe(1);
     expect(run.calls.some((call) => call[0] === 'INFO' && call[1] === 'server')).toBe(false);
   });
 
   it('a malformed call is refused with an error reply, not a float or a crash', async () => {
-    const run = await clean('acquire.lua', acquireLua, ['lua54:x', 'lua54:y'], acquireArgs(request('v'), ''));
+    const run = await bound('acquire.lua', acquireLua, ['lua54:x', 'lua54:y'], acquireArgs(request('v'), ''));
     expect(run.reply).toEqual({ err: expect.stringMatching(/expected 5 keys per resource/) });
-    const release = await clean('release.lua', releaseLua, ['lua54:x', 'lua54:y', EPOCH_KEY], releaseArgs('v'));
+    const release = await bound('release.lua', releaseLua, ['lua54:x', 'lua54:y'], releaseArgs({ value: 'v' }));
     expect(release.reply).toEqual({ err: expect.stringMatching(/expected 5 keys per resource/) });
-    const shared = await clean('acquireShared.lua', acquireSharedLua, ['lua54:x', 'lua54:y'], acquireArgs(request(sharedName('v')), ''));
+    const shared = await bound('acquireShared.lua', acquireSharedLua, ['lua54:x', 'lua54:y'], acquireArgs(request(sharedName('v')), ''));
     expect(shared.reply).toEqual({ err: expect.stringMatching(/expected 5 keys per resource/) });
+    const fence = await bound('fence.lua', fenceLua, [], fenceArgs({ value: 'v', token: 1, mode: 'propose', epoch: '' }));
+    expect(fence.reply).toEqual({ err: expect.stringMatching(/expected the lock keys/) });
+    for (const reply of [run, release, shared, fence]) expect(writesOf(reply)).toEqual([]);
   });
 
   it('without a run id in INFO (Dragonfly), the epoch is kept from call to call, and a new replication id starts a new one', async () => {
@@ -358,7 +495,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     };
     try {
       const epochKey = `${EPOCH_KEY}:df`;
-      const call = (resource: string) => clean('acquire.lua', acquireLua, [...resourceKeys([resource]), epochKey], acquireArgs(request(resource), ''));
+      const call = (resource: string) => acquire([resource], request(resource), { epochKey });
       const first = (await call('lua54:df1')).reply as Value[];
       clock.advance(10);
       const second = (await call('lua54:df2')).reply as Value[];
@@ -366,10 +503,118 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
       expect(second[1]).toBe(60_000 - 10); // its quarantine runs on
       expect(server.execute(['HGET', epochKey, 'run_id'])).toBe('');
       server.failover(); // a new master_replid
-      const third = (await call('lua54:df3')).reply as Value[];
+      const refused = (await call('lua54:df3')).reply as { err: string };
+      expect(refused.err).toMatch(/^QUORUMLOCK_EPOCH \d+$/);
+      const third = (await acquire(['lua54:df3'], request('lua54:df3'), { epochKey, to: refused.err.split(' ')[1] })).reply as Value[];
       expect(third[4]).not.toBe(first[4]);
+      expect(third[1]).toBe(60_000); // a new epoch: a whole quarantine
     } finally {
       lua.answer = (args) => server.execute(args);
     }
+  });
+
+  it('a write sent into a new epoch (a failover, a restart) sets none of its keys, whatever the script; the epoch it names is the one to bind to next', async () => {
+    // One epoch hash per script, each read and held in before the failover, so that each script is the first to run in the new epoch.
+    const scripts = ['acquire', 'acquireShared', 'extend', 'extendShared', 'release', 'leave', 'fence', 'trust'] as const;
+    const epochKeyOf = (script: string) => `${EPOCH_KEY}:new:${script}`;
+    const old = new Map<string, string>();
+    for (const script of scripts) {
+      const epochKey = epochKeyOf(script);
+      old.set(script, await readEpoch(epochKey));
+      expect(((await acquire([`lua54:fo:${script}`], request('holder', { fencing: false }), { epochKey })).reply as Value[])[0]).toBe(3);
+    }
+    const reader = request(sharedName('reader'), { fencing: false, waiter: { id: sharedName('w-reader'), ticket: 3, leaseMs: 0 } });
+    const sends: Record<(typeof scripts)[number], (epochKey: string) => Promise<Run>> = {
+      acquire: (epochKey) => acquire(['lua54:fo2'], request('late', { fencing: false }), { epochKey }),
+      acquireShared: (epochKey) => bound('acquireShared.lua', acquireSharedLua, resourceKeys(['lua54:fo2']), acquireArgs(reader, ''), { epochKey }),
+      extend: (epochKey) => extend(['lua54:fo:extend'], 'holder', { epochKey }),
+      extendShared: (epochKey) =>
+        bound('extendShared.lua', extendSharedLua, resourceKeys(['lua54:fo2']), extendArgs({ value: sharedName('reader'), ttlMs: 1_000 }), { epochKey }),
+      release: (epochKey) => bound('release.lua', releaseLua, resourceKeys(['lua54:fo:release']), releaseArgs({ value: 'holder' }), { epochKey }),
+      leave: (epochKey) => bound('leave.lua', leaveLua, resourceKeys(['lua54:fo:leave']), leaveArgs({ waiterId: 'waiter-holder' }), { epochKey }),
+      fence: (epochKey) =>
+        bound('fence.lua', fenceLua, ['lua54:fo:fence'], fenceArgs({ value: 'holder', token: 3, mode: 'sync', epoch: old.get('fence')!, floor: 1 }), {
+          epochKey,
+        }),
+      trust: (epochKey) => bound('trust.lua', trustLua, [], trustArgs('new', 60_000), { epochKey }),
+    };
+    // An epoch id is the member's TIME in µs when it began: a later epoch has another.
+    clock.advance(1);
+    server.failover(); // a new master_replid: the data's lineage changed
+    const data = () => Object.fromEntries(Object.entries(server.dump()).filter(([key]) => !key.startsWith(`${EPOCH_KEY}:new:`)));
+    const before = data();
+    for (const script of scripts) {
+      const epochKey = epochKeyOf(script);
+      const late = await sends[script](epochKey);
+      const found = /^QUORUMLOCK_EPOCH (\d+)$/.exec((late.reply as { err?: string }).err ?? '')?.[1];
+      expect(found, `${script}: ${JSON.stringify(late.reply)}`).toBeDefined();
+      expect(found).not.toBe(old.get(script));
+      // The only write is the new epoch's hash (currentEpoch): no lock key, no line, no entry.
+      expect(writesOf(late).every((call) => call[1] === epochKey)).toBe(true);
+      expect(server.execute(['HGET', epochKey, 'id'])).toBe(found);
+      // A second call bound to the old epoch is refused as well, naming the same new epoch.
+      expect((await sends[script](epochKey)).reply).toEqual({ err: `QUORUMLOCK_EPOCH ${found}` });
+      known.set(epochKey, found!);
+    }
+    expect(data()).toEqual(before);
+    // Bound to the epoch found, the acquire runs: quarantined, a new epoch is not trusted.
+    const again = await sends.acquire(epochKeyOf('acquire'));
+    expect(again.reply).toEqual([3, 60_000, 0, 0, known.get(epochKeyOf('acquire'))]);
+  });
+
+  it('on a server that is not a plain master, epoch.lua and every write fail with QUORUMLOCK_ROLE and write nothing', async () => {
+    const epochKey = `${EPOCH_KEY}:role`;
+    const id = await readEpoch(epochKey);
+    server.role = 'slave';
+    try {
+      const read = await clean('epoch.lua', epochLua, [epochKey], []);
+      expect(read.reply).toEqual({ err: expect.stringMatching(/^QUORUMLOCK_ROLE /) });
+      const write = await acquire(['lua54:role'], request('v'), { epochKey, to: id });
+      expect(write.reply).toEqual({ err: expect.stringMatching(/^QUORUMLOCK_ROLE /) });
+      expect(writesOf(read)).toEqual([]);
+      expect(writesOf(write)).toEqual([]);
+    } finally {
+      server.role = 'master';
+    }
+  });
+
+  it('an eviction ends the epoch for acquire (a yes there rests on a key being absent), not for extend (it rests on our key being present)', async () => {
+    const epochKey = `${EPOCH_KEY}:ev`;
+    const at = { epochKey };
+    const before = await readEpoch(epochKey);
+    const evictedKeys = () => /\r\nevicted_keys:(\d+)\r\n/.exec(String(server.execute(['INFO', 'stats'])))![1];
+    expect(server.execute(['HGET', epochKey, 'evicted'])).toBe(evictedKeys());
+    expect(((await acquire(['lua54:ev1'], request('holder', { fencing: false }), at)).reply as Value[])[0]).toBe(3);
+    expect(((await acquire(['lua54:ev2'], request('victim', { fencing: false }), at)).reply as Value[])[0]).toBe(3);
+
+    // The server evicts the victim's key (an eviction policy switched on at runtime: INFO stats counts it).
+    clock.advance(1);
+    expect(server.evict(resourceKeys(['lua54:ev2'])[0]!)).toBe(true);
+    expect(server.execute(['HGET', epochKey, 'evicted'])).not.toBe(evictedKeys());
+
+    // extend skips the check: the holder's key is there, still in this epoch; the evicted one reads gone, and is not set again.
+    expect((await extend(['lua54:ev1'], 'holder', at)).reply).toBe(1);
+    expect((await extend(['lua54:ev2'], 'victim', at)).reply).toBe(0);
+    expect(server.execute(['HGET', epochKey, 'id'])).toBe(before);
+
+    // An acquire of the evicted resource, in the same epoch as far as the client knows: the epoch ends, nothing is set.
+    const intruder = await acquire(['lua54:ev2'], request('intruder', { fencing: false }), at);
+    const after = /^QUORUMLOCK_EPOCH (\d+)$/.exec((intruder.reply as { err?: string }).err ?? '')?.[1];
+    expect(after).toBeDefined();
+    expect(after).not.toBe(before);
+    expect(server.execute(['EXISTS', resourceKeys(['lua54:ev2'])[0]!])).toBe(0);
+    expect(server.execute(['HGET', epochKey, 'evicted'])).toBe(evictedKeys());
+    // From now on the old epoch's writes are refused (the holder's extend too), and the new one starts its quarantine.
+    expect((await extend(['lua54:ev1'], 'holder', at)).reply).toEqual({ err: `QUORUMLOCK_EPOCH ${after}` });
+    expect((await acquire(['lua54:ev2'], request('intruder', { fencing: false }), { epochKey, to: after })).reply).toEqual([3, 60_000, 0, 0, after]);
+
+    // acquireShared grants on the absence of a writer: an eviction ends its epoch as well.
+    clock.advance(1);
+    expect(server.evict(resourceKeys(['lua54:ev1'])[0]!)).toBe(true);
+    const reader = request(sharedName('r'), { fencing: false, waiter: { id: sharedName('w-r'), ticket: 5, leaseMs: 0 } });
+    const shared = await bound('acquireShared.lua', acquireSharedLua, resourceKeys(['lua54:ev1']), acquireArgs(reader, ''), { epochKey, to: after });
+    expect(shared.reply).toEqual({ err: expect.stringMatching(/^QUORUMLOCK_EPOCH \d+$/) });
+    expect((shared.reply as { err: string }).err).not.toBe(`QUORUMLOCK_EPOCH ${after}`);
+    expect(server.execute(['EXISTS', resourceKeys(['lua54:ev1'])[3]!])).toBe(0);
   });
 });

@@ -8,8 +8,8 @@ import Redis from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
 import { memberId } from '../../src/members/id.js';
-import { retryDelayMs } from '../../src/quorum/acquire-loop.js';
-import type { ArgumentError } from '../../src/errors.js';
+import { retryDelayMs } from '../../src/quorum/wait.js';
+import { ArgumentRangeError, ArgumentTypeError, QuorumlockError, type ArgumentError } from '../../src/errors.js';
 import { checkAcquireOptions, checkMembers, checkResources, checkSettings, checkTtl, minTtl } from '../../src/options/check.js';
 import { defaults, MAX_TTL_MS, type RedlockOptions, type Settings } from '../../src/options/settings.js';
 
@@ -47,7 +47,9 @@ function thrownBy(run: () => unknown): unknown {
 function expectRejected({ run, kind, parameter, says }: BadRow): ArgumentError {
   const error = thrownBy(run) as ArgumentError;
   expect(error).toBeInstanceOf(kind);
-  expect(error.constructor).toBe(kind); // a TypeError is not a RangeError, nor the reverse
+  expect(error).not.toBeInstanceOf(kind === TypeError ? RangeError : TypeError); // a TypeError is not a RangeError, nor the reverse
+  expect(error.constructor).toBe(kind === TypeError ? ArgumentTypeError : ArgumentRangeError);
+  expect(error).toBeInstanceOf(QuorumlockError);
   expect(error.parameter).toBe(parameter);
   // A stable code per class (errors.ts): what callers branch on, rather than the message.
   expect(error.code).toBe(kind === TypeError ? 'QUORUMLOCK_ERR_INVALID_ARG_TYPE' : 'QUORUMLOCK_ERR_OUT_OF_RANGE');

@@ -11,10 +11,6 @@ import {
   decodeExtend,
   extendArgs,
   extendReply,
-  NOT_COUNTING,
-  readAcquireArgs,
-  readExtendArgs,
-  readTrustArgs,
   sharedName,
   trustArgs,
   type AcquireRequest,
@@ -22,13 +18,11 @@ import {
 import { acquireLua, fenceLua, leaveLua, releaseLua } from '../../src/lua/sources.js';
 import { fenceField, KEYS_PER_RESOURCE, resourceKeys, waiterChannel } from '../../src/store/keys.js';
 
-const asScriptSees = (args: readonly (string | number)[]) => args.map(String);
-
 describe('script protocol', () => {
-  it('acquire arguments survive the trip to a script', () => {
+  it('acquire arguments are strings in the order acquire.lua reads them', () => {
     const request: AcquireRequest = { value: 'v', ttlMs: 1000, waiter: { id: 'w.1', ticket: 17, leaseMs: 3000 }, quarantineMs: 60_000, fencing: true };
-    expect(readAcquireArgs(asScriptSees(acquireArgs(request, 'e1')))).toEqual({ ...request, settled: 'e1' });
-    expect(readAcquireArgs(asScriptSees(acquireArgs({ ...request, fencing: false }, '')))).toMatchObject({ fencing: false, settled: '' });
+    expect(acquireArgs(request, 'e1')).toEqual(['v', '1000', 'w.1', '17', '3000', '60000', '1', 'e1']);
+    expect(acquireArgs({ ...request, fencing: false, handover: { value: 'h', stamp: 's', abandoned: '' } }, '')).toEqual(['v', '1000', 'w.1', '17', '3000', '60000', '0', '', 'h', 's', '']);
   });
 
   it('acquire replies decode to what they were built from', () => {
@@ -40,7 +34,9 @@ describe('script protocol', () => {
       fence: { highest: 7, trusted: true },
     });
     expect(decodeAcquire([...acquireReply.locked(250, 'e3')], '', false)).toEqual({ quarantinedForMs: 250, epoch: 'e3' });
-    expect(decodeAcquire([...acquireReply.notMaster()], '', false)).toEqual({ quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' });
+    // A status the decoder does not know is refused, never read as a refusal or a yes.
+    expect(() => decodeAcquire([4], '', false)).toThrow(/unexpected reply from the acquire script/);
+    expect(() => decodeAcquire([7, 0, 0, '', 0, 0], '', false)).toThrow(/unexpected reply from the acquire script/);
     expect(decodeAcquire([...acquireReply.refused('taken', 900, 2, 'e4', 0)], '', true)).toEqual({
       why: 'taken',
       heldForMs: 900,
@@ -63,12 +59,12 @@ describe('script protocol', () => {
   it('extend replies: every code decodes, an unknown one throws rather than reading as a yes', () => {
     for (const reply of ['extended', 'gone', 'taken'] as const) expect(decodeExtend(extendReply(reply))).toBe(reply);
     expect(() => decodeExtend(2)).toThrow(/unexpected reply from the extend script/);
-    expect(readExtendArgs(asScriptSees(extendArgs('v', 500)))).toEqual({ value: 'v', ttlMs: 500 });
+    expect(extendArgs({ value: 'v', ttlMs: 500 })).toEqual(['v', '500']);
   });
 
   it('trust arguments', () => {
-    expect(readTrustArgs(asScriptSees(trustArgs('new', 60_000)))).toEqual({ mode: 'new', n: 60_000 });
-    expect(readTrustArgs(asScriptSees(trustArgs('floor', 42)))).toEqual({ mode: 'floor', n: 42 });
+    expect(trustArgs('new', 60_000)).toEqual(['new', '60000']);
+    expect(trustArgs('floor', 42)).toEqual(['floor', '42']);
   });
 
   it("a waiter's channel is its listener's: the id up to its last '.', without the shared mark", () => {

@@ -1,8 +1,9 @@
 /** The script commands quorumlock defines on a client (src/store/scripts.ts). */
 import { describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
+import * as sources from '../../src/lua/sources.js';
 import { acquireLua } from '../../src/lua/sources.js';
-import { commandNames, registerScripts, scriptCommand } from '../../src/store/scripts.js';
+import { BINDABLE, boundLua, commandNames, registerScripts, scriptCommand } from '../../src/store/scripts.js';
 
 describe('script commands', () => {
   it('are named by the script and a digest of its text: another copy of quorumlock on the same client keeps its own', async () => {
@@ -22,5 +23,27 @@ describe('script commands', () => {
     // Defined once per client, however many Redlocks share it.
     registerScripts(client as unknown as Redis);
     expect(defined.size).toBe(Object.keys(commandNames).length);
+  });
+});
+
+describe('the shipped script text (src/lua/sources.ts, written by scripts/embed-lua.mjs)', () => {
+  // Lua's short strings, which may hold `--` ('--' in a string is not a comment); no script ships a long string.
+  const outsideStrings = (line: string) => line.replace(/'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"/g, "''");
+
+  it.each(Object.entries(sources))('%s carries no comment and no blank line (the .lua sources keep them)', (_, lua) => {
+    expect(lua.endsWith('\n')).toBe(true);
+    for (const line of lua.slice(0, -1).split('\n')) {
+      expect(line.trim(), 'a blank line').not.toBe('');
+      expect(line, 'a line with trailing blanks').toBe(line.trimEnd());
+      expect(outsideStrings(line), 'a comment').not.toContain('--');
+      expect(line, 'a long string or comment').not.toMatch(/\[=*\[/);
+    }
+  });
+
+  it.each(Object.entries(BINDABLE))('%s keeps the line a bound copy replaces, once', (_, lua) => {
+    expect(lua.split('\n').filter((line) => line === 'local BOUND_RUN_ID = false')).toHaveLength(1);
+    const bound = boundLua(lua, 'a'.repeat(40), '1f');
+    expect(bound).not.toContain('local BOUND_RUN_ID = false');
+    expect(bound.split('\n').filter((line) => line.startsWith(`local BOUND_RUN_ID = '${'a'.repeat(40)}'`))).toHaveLength(1);
   });
 });

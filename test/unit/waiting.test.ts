@@ -4,7 +4,7 @@
  * counts (Watch, Handover: quorum/handover.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { nextTryMs } from '../../src/quorum/acquire-loop.js';
+import { nextTryMs } from '../../src/quorum/wait.js';
 import type { MemberVote } from '../../src/quorum/votes.js';
 import { LineTurns } from '../../src/waiting/line.js';
 import { Watch } from '../../src/waiting/notifications.js';

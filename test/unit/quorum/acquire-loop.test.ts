@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { driftMs, ManualClock } from '../../../src/clock/index.js';
 import { LockAcquireError } from '../../../src/errors.js';
 import type { AttemptPolicy, Settings } from '../../../src/options/settings.js';
-import { acquireWithRetries, retryDelayMs } from '../../../src/quorum/acquire-loop.js';
+import { acquireWithRetries } from '../../../src/quorum/acquire-loop.js';
+import { retryDelayMs } from '../../../src/quorum/wait.js';
 import { Watch, type Notifications } from '../../../src/waiting/notifications.js';
 import { drive, fakeMembers, FakeMember, releasedAfterAcquire, rolledBack, settingsOn, type FakeMemberOptions } from './fake-member.js';
 
@@ -45,7 +46,7 @@ const policyOf = (overrides: Partial<AttemptPolicy>): AttemptPolicy => ({
 function run(clock: ManualClock, members: FakeMember[], policy: AttemptPolicy, settings: Settings = settingsOn(clock), ttl = 10_000, readyMs = 0) {
   const { notifications, watched, closed } = quietNotifications(clock, members.length, readyMs);
   const begin = clock.now();
-  const outcome = drive(clock, acquireWithRetries(members, settings, ['r'], ttl, policy, notifications));
+  const outcome = drive(clock, acquireWithRetries({ members, settings, resources: ['r'], ttl, policy, notifications }));
   return { outcome, watched, closed, begin };
 }
 
@@ -101,7 +102,10 @@ describe('acquireWithRetries: retries', () => {
     const members = fakeMembers(clock, 3, () => ({ latencyMs: 1 }));
     for (const member of members) member.hold('r', 'other', 60_000);
     const { notifications, watched } = quietNotifications(clock, members.length, 0, true);
-    const outcome = drive(clock, acquireWithRetries(members, settingsOn(clock), ['r'], 10_000, policyOf({ retryCount: 2 }), notifications));
+    const outcome = drive(
+      clock,
+      acquireWithRetries({ members, settings: settingsOn(clock), resources: ['r'], ttl: 10_000, policy: policyOf({ retryCount: 2 }), notifications }),
+    );
     const error = ((await outcome) as { error: LockAcquireError }).error;
     // Watched from the start; no immediate second attempt (the subscription was already there).
     expect(watched).toHaveLength(1);
@@ -133,9 +137,11 @@ describe('acquireWithRetries: retries', () => {
     const result = await outcome;
     expect(result.ok).toBe(true);
     if (!result.ok) return;
-    // Attempts at 0, 1, 102, 203 are refused; the one at 304 finds the keys expired.
-    expect(attemptTimes(members[0]!)).toEqual([0, 1, 102, 203, 304]);
-    expect(result.value.deadline).toBe(304 + 10_000 - driftMs(10_000, 0.01));
+    // Attempts at 0, 1, 102, 203 are refused. From the second on it is first in line (the real
+    // acquire.lua names its place), so the refusal at 204 (the key expires at 250: heldForMs 46)
+    // brings the next attempt at 251 rather than a whole delay later (nextTryMs); it finds the keys expired.
+    expect(attemptTimes(members[0]!)).toEqual([0, 1, 102, 203, 251]);
+    expect(result.value.deadline).toBe(251 + 10_000 - driftMs(10_000, 0.01));
     const waiterId = members[0]!.callsOf('acquire')[0]!.request.waiter.id;
     expect(result.value.inLineAs).toBe(waiterId);
     for (const member of members) {

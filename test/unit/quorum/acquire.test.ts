@@ -1,12 +1,12 @@
 /**
- * One acquire attempt (src/quorum/acquire.ts) on fake members and a ManualClock: the win and its
+ * One acquire attempt (src/quorum/attempt.ts) on fake members and a ManualClock: the win and its
  * validity, each way to lose, the rollback on every member, and the abort.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { driftMs, ManualClock, validityMs } from '../../../src/clock/index.js';
-import { attemptLock, failureOutcome, type AttemptResult } from '../../../src/quorum/acquire.js';
-import { quorumOf } from '../../../src/quorum/tally.js';
+import { attemptLock, failureOutcome, type AttemptResult } from '../../../src/quorum/attempt.js';
+import { quorumOf } from '../../../src/tally.js';
 import type { MemberVote } from '../../../src/quorum/votes.js';
 import type { Settings } from '../../../src/options/settings.js';
 import { drive, fakeMembers, FakeMember, releasedAfterAcquire, runFor, settingsOn, settle, type FakeMemberOptions } from './fake-member.js';
@@ -19,16 +19,16 @@ function attempt(
   ttl: number,
   options: { fencing?: boolean; signal?: AbortSignal; limitMs?: number } = {},
 ): Promise<AttemptResult> {
-  return attemptLock(
+  return attemptLock({
     members,
     settings,
-    ['r'],
+    resources: ['r'],
     ttl,
-    { timeoutMs: settings.nodeTimeout, limitMs: options.limitMs },
+    deadlines: { timeoutMs: settings.nodeTimeout, limitMs: options.limitMs },
     waiter,
-    options.fencing ?? false,
-    options.signal,
-  );
+    fencing: options.fencing ?? false,
+    signal: options.signal,
+  });
 }
 
 /** The lock value the attempt sent (a lost attempt does not return it). */

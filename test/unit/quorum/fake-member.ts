@@ -1,11 +1,19 @@
 /**
- * A member in memory, for the algorithm's unit tests (src/quorum): it implements `Member`
- * (src/members/member.ts) on a ManualClock, so keys really expire and answers really take time.
- * A test double for the algorithm, not a Redis simulator (test/model/ runs the real Lua for that).
+ * A member for the algorithm's unit tests (src/quorum): it implements `Member`
+ * (src/members/member.ts) on a ManualClock, and what it answers is what quorumlock's REAL scripts
+ * answer: each member is a fake Redis (test/model/fake-redis.ts) running the shipped Lua in
+ * fengari, called as RedisMember calls it (the same KEYS and ARGV encoders and reply decoders of
+ * src/store/protocol.ts, every write bound to the epoch this member read, as members/epochs.ts
+ * binds it). Nothing of a script is re-implemented here; lines of waiters, hand-overs, shared
+ * holders and fence counters are the scripts' own.
  *
- * What it keeps: per resource, the lock key (value and expiry) and the fence counter, and for the
- * member its epoch (an id, whether it is complete, its floor and max: src/lua/_fence.lua) and the
- * quarantine left. Lines of waiters are not kept: a refusal never names a place.
+ * What stays at the Member level, as RedisMember keeps it outside the scripts: `notCounting` (from
+ * the server's INFO: not a master, may evict, a duplicate) turns a yes into one that never counts.
+ *
+ * The starting state is written into the fake's keyspace: the epoch (its id, `epoch`, default
+ * `${id}#1`), its age (`quarantineLeftMs` of a quarantine of `quarantineMs`, default settingsOn's
+ * maxLockTtl; 0: long past), whether it is complete (a floor, 0 unless `floor`; an epoch without
+ * one reads untrusted where it has no counter) and the fence counters.
  *
  * Timing: a call runs, and is answered, `latencyMs` (plus `slowMs` when 'slow') after it was
  * made, and never before an earlier call to the same member (calls run in the order made, as on
@@ -18,11 +26,43 @@
  * - 'mute': runs the call, but its answer never arrives (a reply lost on the way back: why a
  *   failed attempt releases on every member);
  * - 'slow': runs and answers `slowMs` later than `latencyMs`.
+ *
+ * A script that fails with anything but the protocol's refusals, or a command the fake does not
+ * implement, throws out of the clock's timer (so out of drive() / clock.advance()): a test never
+ * passes on an answer Redis would not give.
  */
 import type { ManualClock } from '../../../src/clock/index.js';
-import type { AcquireRequest, ExtendReply, FenceReply, Locked, Member, Refusal } from '../../../src/members/member.js';
+import type {
+  AcquireRequest,
+  ExtendCall,
+  ExtendReply,
+  FenceCall,
+  FenceReply,
+  LeaveCall,
+  Locked,
+  Member,
+  Refusal,
+  ReleaseCall,
+} from '../../../src/members/member.js';
 import { silentLogger, type Settings } from '../../../src/options/settings.js';
-import { NOT_COUNTING } from '../../../src/store/protocol.js';
+import { EPOCH_KEY, readersKeysIn, resourceKeys } from '../../../src/store/keys.js';
+import {
+  acquireArgs,
+  decodeAcquire,
+  decodeExtend,
+  decodeFence,
+  extendArgs,
+  fenceArgs,
+  isShared,
+  leaveArgs,
+  NOT_COUNTING,
+  releaseArgs,
+} from '../../../src/store/protocol.js';
+import type { ScriptName } from '../../../src/store/scripts.js';
+import { acquireLua, acquireSharedLua, epochLua, extendLua, extendSharedLua, fenceLua, leaveLua, releaseLua } from '../../../src/lua/sources.js';
+import { ErrorReply, FakeRedisServer, type Reply } from '../../model/fake-redis.js';
+import { decodeReply } from '../../model/fake-client.js';
+import { sha1 } from '../../model/lua-vm.js';
 
 export type Failure = 'down' | 'error' | 'mute' | 'slow';
 
@@ -31,17 +71,19 @@ export interface FakeMemberOptions {
   failure?: Failure;
   /** Extra latency in 'slow' mode. Default 1 000 ms. */
   slowMs?: number;
-  /** Quarantine left, from now (the member's data is younger than the quarantine). Default 0. */
+  /** Quarantine left, from now, of a quarantine of `quarantineMs` (the member's data is younger). Default 0. */
   quarantineLeftMs?: number;
+  /** The quarantine the callers use (settingsOn: maxLockTtl). Default 60 000. */
+  quarantineMs?: number;
   /** Why the member must not count (not a master, may evict, a duplicate). */
   notCounting?: string;
   /** The epoch id. Default `${id}#1`. */
   epoch?: string;
   /** Fence counters per resource, in the current epoch. Default none. */
   counters?: Record<string, number>;
-  /** The epoch is complete (brand new, or given a floor): every resource reads trusted. Default true. */
+  /** The epoch is complete (a floor): every resource reads trusted. Default true. */
   complete?: boolean;
-  /** The epoch's floor (makes it complete). */
+  /** The epoch's floor (makes it complete). Default 0 when complete. */
   floor?: number;
 }
 
@@ -53,29 +95,44 @@ export type Call =
   | { op: 'leave'; at: number; resources: string[]; waiterId: string }
   | { op: 'fence'; at: number; resources: string[]; value: string; token: number; mode: 'propose' | 'sync'; epoch: string; floor: number | undefined };
 
+/** A lock key as the test sees it: its value and when it expires, on the ManualClock. */
 interface Key {
   value: string;
   expiresAt: number;
 }
+
+/** The scripts this member sends, by the name RedisMember sends them under. */
+const SCRIPTS = {
+  quorumlockAcquire: acquireLua,
+  quorumlockAcquireShared: acquireSharedLua,
+  quorumlockExtend: extendLua,
+  quorumlockExtendShared: extendSharedLua,
+  quorumlockRelease: releaseLua,
+  quorumlockLeave: leaveLua,
+  quorumlockFence: fenceLua,
+  quorumlockEpoch: epochLua,
+} satisfies Partial<Record<ScriptName, string>>;
+type Script = keyof typeof SCRIPTS;
+const SHAS = Object.fromEntries(Object.entries(SCRIPTS).map(([name, lua]) => [name, sha1(lua)])) as Record<Script, string>;
+
+/** Error replies a script gives by design (src/lua/_bound.lua). */
+const REFUSAL = /^QUORUMLOCK_(EPOCH|ROLE)\b/;
+
+let servers = 0;
 
 export class FakeMember implements Member {
   latencyMs: number;
   failure: Failure | undefined;
   slowMs: number;
   notCounting: string | undefined;
-  epoch: string;
-  /** Complete epochs read trusted for every resource, at least at `floor` (0 when brand new). */
-  complete: boolean;
-  floor: number;
-  /** The highest counter or floor written in this epoch. */
-  max: number;
-  readonly counters = new Map<string, number>();
-  readonly keys = new Map<string, Key>();
+  /** The member: a fake Redis running the real scripts. */
+  readonly server: FakeRedisServer;
   /** The values of the acquires this member refused holding nothing of them (their rollback may skip it). */
   readonly refused = new Set<string>();
   /** Every call, in the order made. */
   readonly calls: Call[] = [];
-  #quarantineUntil: number;
+  /** The epoch id every write is bound to: the one this member read (members/epochs.ts). */
+  #boundTo: string;
   /** When the last call made to this member runs: later calls never run before it. */
   #lastRunAt = -Infinity;
 
@@ -88,24 +145,70 @@ export class FakeMember implements Member {
     this.failure = options.failure;
     this.slowMs = options.slowMs ?? 1_000;
     this.notCounting = options.notCounting;
-    this.epoch = options.epoch ?? `${id}#1`;
-    this.#quarantineUntil = clock.now() + (options.quarantineLeftMs ?? 0);
-    for (const [resource, counter] of Object.entries(options.counters ?? {})) this.counters.set(resource, counter);
-    this.floor = options.floor ?? 0;
-    this.complete = options.complete ?? true;
-    if (options.floor !== undefined) this.complete = true;
-    this.max = Math.max(this.floor, 0, ...this.counters.values());
+    this.server = new FakeRedisServer({ clock, host: id, port: 7000 + (++servers % 1000) });
+    // The epoch, begun by the script that reads it, then given the state the test asks for.
+    this.#script('quorumlockEpoch', [EPOCH_KEY], []);
+    const left = options.quarantineLeftMs ?? 0;
+    const since = this.server.nowMs() - (left > 0 ? (options.quarantineMs ?? 60_000) - left : 1e9);
+    const fields: (string | number)[] = ['id', options.epoch ?? `${id}#1`, 'since', since];
+    const counters = Object.entries(options.counters ?? {});
+    for (const [resource, counter] of counters) fields.push(`fence:${resource}`, counter);
+    const complete = options.floor !== undefined || (options.complete ?? true);
+    if (complete) fields.push('floor', options.floor ?? 0);
+    const max = Math.max(complete ? (options.floor ?? 0) : 0, ...counters.map(([, counter]) => counter));
+    if (max > 0) fields.push('max', max);
+    this.server.execute(['HSET', EPOCH_KEY, ...fields.map(String)]);
+    this.#boundTo = this.epoch;
+  }
+
+  /** The id of the member's epoch now. */
+  get epoch(): string {
+    return String(this.server.execute(['HGET', EPOCH_KEY, 'id']));
+  }
+
+  #epochField(field: string): string | undefined {
+    const value = this.server.execute(['HGET', EPOCH_KEY, field]);
+    return typeof value === 'string' ? value : undefined;
+  }
+
+  /** The epoch is complete (brand new, or given a floor): every resource reads trusted there. */
+  get complete(): boolean {
+    return this.#epochField('genesis') === '1' || this.#epochField('floor') !== undefined;
+  }
+
+  get floor(): number {
+    return Number(this.#epochField('floor') ?? 0);
+  }
+
+  /** The highest counter or floor written in this epoch. */
+  get max(): number {
+    return Number(this.#epochField('max') ?? 0);
+  }
+
+  /** The fence counters of the current epoch, by resource. */
+  get counters(): Map<string, number> {
+    const all = this.server.execute(['HGETALL', EPOCH_KEY]) as string[];
+    const counters = new Map<string, number>();
+    for (let i = 0; i < all.length; i += 2) if (all[i]!.startsWith('fence:')) counters.set(all[i]!.slice('fence:'.length), Number(all[i + 1]));
+    return counters;
+  }
+
+  /** The lock keys set on the member (an expired one until a command touches it), expiries on the ManualClock. */
+  get keys(): Map<string, Key> {
+    const keys = new Map<string, Key>();
+    for (const [key, entry] of this.server.snapshot())
+      if (entry.type === 'string' && entry.expiresAt !== undefined) keys.set(key, { value: entry.value, expiresAt: entry.expiresAt - this.server.offsetMs });
+    return keys;
   }
 
   /** The value a resource's key holds now, or undefined (never set, expired, deleted). */
   holder(resource: string): string | undefined {
-    const key = this.keys.get(resource);
-    return key && key.expiresAt > this.clock.now() ? key.value : undefined;
+    return this.server.peek(resource);
   }
 
   /** Sets `resource` for another owner (a holder the test puts there). */
   hold(resource: string, value: string, ttlMs: number): void {
-    this.keys.set(resource, { value, expiresAt: this.clock.now() + ttlMs });
+    this.server.execute(['SET', resource, value, 'PX', String(ttlMs)]);
   }
 
   /** The calls of one kind, in order. */
@@ -113,13 +216,16 @@ export class FakeMember implements Member {
     return this.calls.filter((call): call is Extract<Call, { op: Op }> => call.op === op);
   }
 
-  /** The fence reading of `resources` as _fence.lua reads it: the highest counter, and whether trusted. */
+  /** The fence reading of `resources` as the epoch hash holds it (_fence.lua, fenceReading), for assertions. */
   reading(resources: readonly string[]): { highest: number; trusted: boolean } {
-    const base = this.complete ? this.floor : undefined;
+    const genesis = this.#epochField('genesis') === '1';
+    const floor = this.#epochField('floor');
+    const base = floor !== undefined ? Math.max(0, Number(floor)) : genesis ? 0 : undefined;
+    const counters = this.counters;
     let highest = 0;
     let trusted = true;
     for (const resource of resources) {
-      const counter = this.counters.get(resource);
+      const counter = counters.get(resource);
       if (counter !== undefined) highest = Math.max(highest, counter, base ?? 0);
       else if (base !== undefined) highest = Math.max(highest, base);
       else trusted = false;
@@ -129,73 +235,71 @@ export class FakeMember implements Member {
 
   acquire(resources: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
     return this.#call({ op: 'acquire', at: this.clock.now(), resources: [...resources], request }, () => {
-      const now = this.clock.now();
-      const quarantineLeft = request.quarantineMs > 0 ? Math.max(0, this.#quarantineUntil - now) : 0;
-      const epoch = request.quarantineMs > 0 || request.fencing ? this.epoch : undefined;
-      const held = resources.filter((resource) => this.holder(resource) !== undefined);
-      const own = held.filter((resource) => this.holder(resource) === request.value).length;
-      // As acquire.lua: a second run of the same call that finds its whole hold is granted again,
-      // untouched; held otherwise, it is refused, saying whether part of its hold is here.
-      if (held.length > 0 && own < resources.length) {
-        const holdsOwn = own > 0;
-        if (!holdsOwn) this.refused.add(request.value);
-        const refusal: Refusal = { why: 'taken', heldForMs: Math.max(...held.map((resource) => this.keys.get(resource)!.expiresAt - now)), place: undefined };
-        if (epoch !== undefined) refusal.epoch = epoch;
-        if (request.fencing && request.quarantineMs > 0) refusal.quarantinedForMs = quarantineLeft;
-        if (holdsOwn) refusal.holdsOwn = true;
-        return refusal;
+      const script = isShared(request.value) ? 'quorumlockAcquireShared' : 'quorumlockAcquire';
+      const answer = decodeAcquire(this.#write(script, resourceKeys(resources), acquireArgs(request, '')) as number | unknown[], '', request.fencing);
+      if ('why' in answer) {
+        if (!answer.holdsOwn) this.refused.add(request.value);
+        return answer;
       }
-      if (own < resources.length) for (const resource of resources) this.keys.set(resource, { value: request.value, expiresAt: now + request.ttlMs });
-      const locked: Locked = { quarantinedForMs: quarantineLeft };
-      if (epoch !== undefined) locked.epoch = epoch;
-      if (request.fencing) locked.fence = this.reading(resources);
       // As RedisMember says it: a member that must not count answers quarantined for good.
-      return this.notCounting === undefined ? locked : { ...locked, quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting };
+      return this.notCounting === undefined ? answer : { ...answer, quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting };
     });
   }
 
-  extend(resources: readonly string[], value: string, ttlMs: number): Promise<ExtendReply> {
-    return this.#call({ op: 'extend', at: this.clock.now(), resources: [...resources], value, ttlMs }, () => {
-      const holders = resources.map((resource) => this.holder(resource));
-      if (holders.some((holder) => holder !== undefined && holder !== value)) return 'taken';
-      if (holders.some((holder) => holder === undefined)) return 'gone';
-      for (const resource of resources) this.keys.set(resource, { value, expiresAt: this.clock.now() + ttlMs });
-      return 'extended';
+  extend(resources: readonly string[], call: ExtendCall): Promise<ExtendReply> {
+    return this.#call({ op: 'extend', at: this.clock.now(), resources: [...resources], value: call.value, ttlMs: call.ttlMs }, () => {
+      const shared = isShared(call.value);
+      return decodeExtend(this.#write(shared ? 'quorumlockExtendShared' : 'quorumlockExtend', shared ? resourceKeys(resources) : resources, extendArgs(call)));
     });
   }
 
-  release(resources: readonly string[], value: string, leaving?: string): Promise<number> {
-    return this.#call({ op: 'release', at: this.clock.now(), resources: [...resources], value, leaving }, () => {
-      const ours = resources.filter((resource) => this.holder(resource) === value);
-      for (const resource of ours) this.keys.delete(resource);
-      return ours.length;
-    });
+  release(resources: readonly string[], call: ReleaseCall): Promise<number> {
+    return this.#call({ op: 'release', at: this.clock.now(), resources: [...resources], value: call.value, leaving: call.leaving }, () =>
+      Number(this.#write('quorumlockRelease', resourceKeys(resources), releaseArgs(call))),
+    );
   }
 
-  leave(resources: readonly string[], waiterId: string): Promise<number> {
-    return this.#call({ op: 'leave', at: this.clock.now(), resources: [...resources], waiterId }, () => 1);
+  leave(resources: readonly string[], call: LeaveCall): Promise<number> {
+    return this.#call({ op: 'leave', at: this.clock.now(), resources: [...resources], waiterId: call.waiterId }, () =>
+      Number(this.#write('quorumlockLeave', resourceKeys(resources), leaveArgs(call))),
+    );
   }
 
-  /** fence.lua, on this member's state. */
-  fence(resources: readonly string[], value: string, token: number, mode: 'propose' | 'sync', epoch: string, floor?: number): Promise<FenceReply> {
+  fence(resources: readonly string[], call: FenceCall): Promise<FenceReply> {
+    const { value, token, mode, epoch, floor } = call;
     return this.#call({ op: 'fence', at: this.clock.now(), resources: [...resources], value, token, mode, epoch, floor }, () => {
-      const refused: FenceReply = { raised: false, highest: 0, trusted: false, max: 0, complete: false };
-      const sync = mode === 'sync';
-      if ((epoch !== '' && epoch !== this.epoch) || (sync && epoch === '')) return refused;
-      // A candidate is written only while we hold the lock here.
-      if (!sync && resources.some((resource) => this.holder(resource) !== value)) return refused;
-      const { highest, trusted } = this.reading(resources);
-      if (sync && floor !== undefined && !this.complete) {
-        this.floor = floor;
-        this.complete = true;
-        this.max = Math.max(this.max, floor);
-      }
-      // Never raised from an untrusted reading unless the token is established (a sync).
-      if (highest >= token || (!trusted && !sync)) return { raised: false, highest, trusted, max: this.max, complete: this.complete };
-      for (const resource of resources) this.counters.set(resource, Math.max(this.counters.get(resource) ?? 0, token));
-      this.max = Math.max(this.max, token);
-      return { raised: true, highest, trusted, max: this.max, complete: this.complete };
+      // A shared value holds by its reader entries: fence.lua checks those (as RedisMember sends it).
+      const keys = isShared(value) ? [...resources, ...readersKeysIn(resourceKeys(resources), resources.length)] : [...resources];
+      return decodeFence(this.#write('quorumlockFence', keys, fenceArgs(call)) as unknown[]);
     });
+  }
+
+  /**
+   * A write, as RedisMember sends it (members/epochs.ts): the epoch hash after its keys, the id of
+   * the epoch this member read before its arguments. A refusal names the epoch found: adopted for
+   * the next call, this one fails as RedisMember's would.
+   */
+  #write(script: Script, keys: readonly string[], args: readonly string[]): unknown {
+    try {
+      return this.#script(script, [...keys, EPOCH_KEY], [this.#boundTo, ...args]);
+    } catch (error) {
+      const found = /^QUORUMLOCK_EPOCH (\S+)/.exec((error as Error).message)?.[1];
+      if (found !== undefined) this.#boundTo = found;
+      throw error;
+    }
+  }
+
+  /** Runs a script on the member (EVALSHA, EVAL when not cached); a refusal throws, anything unexpected throws loudly. */
+  #script(script: Script, keys: readonly string[], args: readonly string[]): unknown {
+    let reply: Reply = this.server.execute(['EVALSHA', SHAS[script], String(keys.length), ...keys, ...args]);
+    if (reply instanceof ErrorReply && reply.message.startsWith('NOSCRIPT'))
+      reply = this.server.execute(['EVAL', SCRIPTS[script], String(keys.length), ...keys, ...args]);
+    if (this.server.problems.length > 0) throw new UnexpectedReply(`${this.id}: the fake does not implement ${this.server.problems.join('; ')}`);
+    if (reply instanceof ErrorReply) {
+      if (REFUSAL.test(reply.message)) throw new Error(reply.message);
+      throw new UnexpectedReply(`${this.id}: ${script} failed: ${reply.message}`);
+    }
+    return decodeReply(reply);
   }
 
   /** Runs `run` when the call's turn comes, and answers as the failure mode says. */
@@ -209,11 +313,24 @@ export class FakeMember implements Member {
     return new Promise<T>((resolve, reject) => {
       this.clock.setTimer(() => {
         if (failure === 'error') return reject(new Error(`${this.id}: connection refused`));
-        const result = run();
+        let result: T;
+        try {
+          result = run();
+        } catch (error) {
+          // Out of the timer, so out of clock.advance(): the test fails where it drives the clock.
+          if (error instanceof UnexpectedReply) throw error;
+          if (failure !== 'mute') reject(error as Error);
+          return;
+        }
         if (failure !== 'mute') resolve(result);
       }, runAt - this.clock.now());
     });
   }
+}
+
+/** What a script must never answer in a test (see the header). */
+class UnexpectedReply extends Error {
+  override name = 'UnexpectedReply';
 }
 
 /** A full turn of the event loop: promise jobs, nextTicks and immediates (a round's checks). */

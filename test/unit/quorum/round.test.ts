@@ -1,6 +1,6 @@
 /**
  * The round's deadlines on a ManualClock and fake members, one mechanism at a time
- * (realities.md, "Node's event loop"):
+ * (docs/internals.md#timers-before-io):
  * - a deadline fires before the replies that already arrived are read: they must still count;
  * - the tick that sends a round goes on (a busy caller): a member's time starts when it ends;
  * - a member works through a backlog of our own calls: while it keeps answering the ones ahead

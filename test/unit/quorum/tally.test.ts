@@ -4,7 +4,7 @@
  * reach quorum.
  */
 import { describe, expect, it } from 'vitest';
-import { decide, type Decision, quorumOf } from '../../../src/quorum/tally.js';
+import { decide, type Decision, quorumOf } from '../../../src/tally.js';
 
 const sizes = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 

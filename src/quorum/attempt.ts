@@ -6,13 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { deadlineOf, driftMs } from '../clock/index.js';
 import { channels, publish } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
-import type { AcquireRequest, Member } from '../members/member.js';
+import type { AcquireRequest, Member, Open } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
-import { fenceToken, type Fence, type FenceReading } from './fence.js';
+import { fenceToken, type Fence, type FenceView } from './fence.js';
 import { rollback } from './release.js';
 import { runRound, type RoundResult } from './round.js';
 import { memberStamp, sharedName, type HandoverRequest, type Waiter } from '../store/protocol.js';
-import { quorumOf } from './tally.js';
+import { quorumOf } from '../tally.js';
 import { isLocked, type Answered, type LockAnswer, type MemberVote } from './votes.js';
 
 const POOL_VALUES = 256;
@@ -46,29 +46,48 @@ export type AttemptResult =
       rollback: Promise<unknown>;
     };
 
-/**
- * What the acquire round learns for fencing: counters where the keys were set, and the epochs past
- * their quarantine. Kept beside the votes, not in them: answers that arrive after the round was
- * decided (their votes say 'pending') still name epochs a fence sync may go to (fence.ts).
- */
-interface FenceView {
-  readings: FenceReading[];
-  epochs: (string | undefined)[];
+/** A won attempt, and a refused one. */
+export type Win = Extract<AttemptResult, { won: true }>;
+export type Refused = Extract<AttemptResult, { won: false }>;
+
+/** What one acquire locks, and where: the same for each of its attempts. */
+export interface LockTarget {
+  members: readonly Member[];
+  settings: Settings;
+  resources: readonly string[];
+  ttl: number;
+  /** Take a fencing token once the round is won (fence.ts). */
+  fencing: boolean;
+  /** A shared (read) lock: its value is marked (protocol.ts, SHARED_MARK), and the members run the shared scripts. */
+  shared?: boolean | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** One attempt: its target, and what is this attempt's own. */
+export interface AttemptRequest extends LockTarget {
+  /** Per-member silence allowed, and the most the acquire round may last (RoundSpec). */
+  deadlines: { timeoutMs: number; limitMs?: number | undefined };
+  /** Its place in line; out of line, a lease of 0 (waiting/line.ts). */
+  waiter: Waiter;
+  /** In line: the request to be handed the lock at a release (quorum/handover.ts). */
+  handover?: HandoverRequest | undefined;
 }
 
 function acquireSender(resources: readonly string[], request: AcquireRequest, view: FenceView) {
   const { handover } = request;
-  return (member: Member, index: number): Promise<Answered<LockAnswer>> =>
-    member.acquire(resources, handover ? { ...request, handover: { ...handover, stamp: memberStamp(handover.stamp, index) } } : request).then((result) => {
-      // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
-      if (request.quarantineMs > 0 && result.quarantinedForMs === 0) view.epochs[index] = result.epoch;
-      if ('why' in result)
-        return { vote: result.why, heldForMs: result.heldForMs, place: result.place, holdsOwn: result.holdsOwn, handedOver: result.handedOver };
-      if (result.fence) view.readings[index] = result.fence;
-      if (result.quarantinedForMs === 0) return 'locked';
-      publish(channels.quarantine, () => ({ member: member.id, quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting }));
-      return { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting };
-    });
+  return (member: Member, index: number, open: Open): Promise<Answered<LockAnswer>> =>
+    member
+      .acquire(resources, handover ? { ...request, handover: { ...handover, stamp: memberStamp(handover.stamp, index) } } : request, open)
+      .then((result) => {
+        // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
+        if (request.quarantineMs > 0 && result.quarantinedForMs === 0) view.epochs[index] = result.epoch;
+        if ('why' in result)
+          return { vote: result.why, heldForMs: result.heldForMs, place: result.place, holdsOwn: result.holdsOwn, handedOver: result.handedOver };
+        if (result.fence) view.readings[index] = result.fence;
+        if (result.quarantinedForMs === 0) return 'locked';
+        publish(channels.quarantine, () => ({ member: member.id, quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting }));
+        return { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting };
+      });
 }
 
 /**
@@ -86,25 +105,14 @@ export function failureOutcome(won: boolean, votes: readonly MemberVote[]): Atte
   return votes.some((vote) => vote.vote === 'quarantined') ? 'quarantined' : 'unavailable';
 }
 
-export async function attemptLock(
-  members: readonly Member[],
-  settings: Settings,
-  resources: readonly string[],
-  ttl: number,
-  /** Per-member silence allowed, and the most the acquire round may last (RoundSpec). */
-  deadlines: { timeoutMs: number; limitMs?: number | undefined },
-  waiter: Waiter,
-  fencing: boolean,
-  signal: AbortSignal | undefined,
-  /** A shared (read) lock: its value is marked (protocol.ts, SHARED_MARK), and the members run the shared scripts. */
-  shared = false,
-  /** In line: the request to be handed the lock at a release (quorum/handover.ts). */
-  handover?: HandoverRequest,
-): Promise<AttemptResult> {
+/** One attempt: won, or refused with its outcome and the rollback already on its way. */
+export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResult> {
+  const { members, settings, resources, ttl, fencing, signal, handover } = attempt;
   const { clock } = settings;
-  const value = shared ? sharedName(newLockValue()) : newLockValue();
-  const request: AcquireRequest = { value, ttlMs: ttl, waiter, quarantineMs: settings.quarantine ? settings.maxLockTtl : 0, fencing, handover };
+  const value = attempt.shared ? sharedName(newLockValue()) : newLockValue();
+  const request: AcquireRequest = { value, ttlMs: ttl, waiter: attempt.waiter, quarantineMs: settings.quarantine ? settings.maxLockTtl : 0, fencing, handover };
   const view: FenceView = { readings: [], epochs: [] };
+  const held = { members, settings, resources, value };
   let round: RoundResult<LockAnswer>;
   let fenced: Fence | undefined;
   try {
@@ -113,7 +121,7 @@ export async function attemptLock(
       members,
       send: acquireSender(resources, request, view),
       counts: isLocked,
-      ...deadlines,
+      ...attempt.deadlines,
       waitForAll: false,
       clock,
       signal,
@@ -123,11 +131,11 @@ export async function attemptLock(
       // others that reached the socket in the same poll are read now. Their epochs can then be
       // synced if they lost their counter (fence.ts syncs only epochs known before its round).
       await new Promise((resolve) => setImmediate(resolve));
-      fenced = await fenceToken(members, settings, resources, value, view.readings, view.epochs, signal);
+      fenced = await fenceToken({ ...held, signal }, view);
     }
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.
-    await rollback(members, settings, resources, value, undefined);
+    await rollback(held, undefined);
     throw abortReason;
   }
   // Read the clock again now, not at the decision: a lock is never handed out once its validity
@@ -141,5 +149,5 @@ export async function attemptLock(
     return { won: true, value, round, deadline, fence };
   }
   const outcome = round.won && validityMs > 0 ? 'unfenced' : failureOutcome(round.won, round.votes);
-  return { won: false, outcome, round, validityMs, rollback: rollback(members, settings, resources, value, round.votes) };
+  return { won: false, outcome, round, validityMs, rollback: rollback(held, round.votes) };
 }

@@ -1,0 +1,161 @@
+/**
+ * The one place that binds a write to an epoch. Every script that writes (acquire, extend,
+ * release, leave, fence, trust, restore-fencing, and any verb added later) is sent through
+ * `EpochBook.bind`, which puts the id of the epoch this client last read on the member in front
+ * of its arguments and the epoch hash after its keys; src/lua/_bound.lua refuses the call in any
+ * other epoch before it writes anything. A verb cannot forget: RedisMember has no other way to
+ * send a writing script (#write).
+ *
+ * Why it matters: one call of ours may run 0, 1 or 2 times, on the process it was sent to or on
+ * another (ioredis re-sends unanswered commands after a reconnect, possibly to a restarted
+ * process; a delayed link delivers a copy late, after a failover: docs/internals.md). A process
+ * that restarted empty, a replica promoted, a demoted master resynced, a flushed or evicting
+ * server: each begins a new epoch (_epoch.lua), so a copy that lands there writes nothing — not
+ * a lock key nobody will release, not a trust of a member that forgot its locks.
+ *
+ * When no epoch of a member is known yet (the first write of this client on that epoch hash), it
+ * is read first (epoch.lua), on the same ordered path: one extra round trip per epoch hash, once.
+ * A refusal names the epoch it found: it is adopted, so the next call binds to it. The refused
+ * call wrote nothing: while the round that made it still waits, it is sent once more, bound to
+ * the epoch found; after that it counts as an error (EpochChangedError). Cleanups (release,
+ * leave) are always sent once more: they take away only what is ours (redis-member.ts).
+ */
+import { epochChangedError, notMasterError } from '../errors.js';
+
+/** What the client knows of one epoch hash of a member. */
+interface Known {
+  id: string;
+  /** The quarantine (ms) this epoch was seen past, by an acquire's reply; -1: not seen past any. */
+  settledFor: number;
+}
+
+/** The reply prefixes of _bound.lua's refusals. */
+const EPOCH_REFUSAL = 'QUORUMLOCK_EPOCH ';
+const ROLE_REFUSAL = 'QUORUMLOCK_ROLE';
+
+/** One book per client, however many Redlocks share it: the epochs are facts of its server. */
+const books = new WeakMap<object, EpochBook>();
+
+/**
+ * The book of `client`'s epochs, made (with `read`) on first use. A client whose calls share one
+ * socket and one epoch hash (`single`: a server, not a Cluster) has it read at once and at every
+ * new connection.
+ */
+export function epochBookOf(
+  client: { on(event: 'ready', listener: () => void): unknown },
+  member: string,
+  read: (epochKey: string) => Promise<string>,
+  single?: string,
+): EpochBook {
+  let book = books.get(client);
+  if (book !== undefined) return book;
+  books.set(client, (book = new EpochBook(member, read)));
+  if (single !== undefined) {
+    const known = book;
+    client.on('ready', () => known.refresh(single));
+    known.refresh(single);
+  }
+  return book;
+}
+
+export class EpochBook {
+  readonly #known = new Map<string, Known>();
+  readonly #reading = new Map<string, Promise<string>>();
+  readonly #member: string;
+  /** Reads (and begins, where there is none) the epoch of one epoch hash: epoch.lua. */
+  readonly #read: (epochKey: string) => Promise<string>;
+
+  constructor(member: string, read: (epochKey: string) => Promise<string>) {
+    this.#member = member;
+    this.#read = read;
+  }
+
+  /**
+   * Reads `epochKey`'s epoch now, in the background, and binds later writes to it: at a new
+   * connection (which may reach another process), so that the first write there needs no read.
+   */
+  refresh(epochKey: string): void {
+    this.#readOnce(epochKey).catch(() => undefined);
+  }
+
+  /** The id last read for `epochKey`, if any. */
+  idOf(epochKey: string): string | undefined {
+    return this.#known.get(epochKey)?.id;
+  }
+
+  /** The id of `epochKey`'s epoch if an acquire saw it past a quarantine of `quarantineMs`, else ''. */
+  settledId(epochKey: string, quarantineMs: number): string {
+    const known = this.#known.get(epochKey);
+    return known !== undefined && known.settledFor === quarantineMs ? known.id : '';
+  }
+
+  /** An acquire's reply: epoch `id` of `epochKey` is past a quarantine of `quarantineMs`. */
+  settle(epochKey: string, id: string, quarantineMs: number): void {
+    const known = this.#known.get(epochKey);
+    if (known !== undefined && known.id === id) known.settledFor = quarantineMs;
+  }
+
+  /**
+   * Sends `send(epochId)` bound to the epoch last read for `epochKey` (read first when none is
+   * known). Synchronous when one is known: the call is written in the tick it was made, so calls
+   * keep their order on the connection. Calls made while a read is pending chain on that one read,
+   * in the order they were made.
+   */
+  bind<T>(epochKey: string, send: (epochId: string) => Promise<T>, open?: () => boolean): Promise<T> {
+    const known = this.#known.get(epochKey);
+    const sent = known !== undefined ? send(known.id) : this.#readOnce(epochKey).then(send);
+    return sent.catch((error: unknown) => {
+      const found = this.#refused(epochKey, error);
+      // The call wrote nothing. While its round still waits for it, it is sent once more, bound
+      // to the epoch found, as a call made now would be. A refusal that comes after the round is
+      // over (a re-sent call, a late copy) is not sent again: a write nobody waits for is what
+      // left a full-ttl key behind a released lock.
+      if (open?.()) return send(found.id).catch((again: unknown) => this.#refused(epochKey, again).throw());
+      return found.throw();
+    });
+  }
+
+  #readOnce(epochKey: string): Promise<string> {
+    let reading = this.#reading.get(epochKey);
+    if (reading === undefined) {
+      reading = this.#read(epochKey).then(
+        (id) => {
+          this.#reading.delete(epochKey);
+          this.adopt(epochKey, id);
+          return id;
+        },
+        (error: unknown) => {
+          this.#reading.delete(epochKey);
+          // epoch.lua never answers with an epoch refusal; a non-master is typed here.
+          return this.#refused(epochKey, error).throw();
+        },
+      );
+      this.#reading.set(epochKey, reading);
+    }
+    return reading;
+  }
+
+  /** Binds the next writes of `epochKey` to epoch `id` (read by the caller: an operator's call). */
+  adopt(epochKey: string, id: string): void {
+    if (this.#known.get(epochKey)?.id !== id) this.#known.set(epochKey, { id, settledFor: -1 });
+  }
+
+  /**
+   * A refusal of _bound.lua: the epoch it found (adopted, so the next call binds to it) and the
+   * typed error to throw. Any other error is thrown as it is; a non-master as a typed error.
+   */
+  #refused(epochKey: string, error: unknown): { id: string; throw(): never } {
+    const message = error instanceof Error ? error.message : '';
+    if (message.startsWith(ROLE_REFUSAL)) throw notMasterError(this.#member);
+    if (!message.startsWith(EPOCH_REFUSAL)) throw error;
+    const id = message.slice(EPOCH_REFUSAL.length).trim();
+    const was = this.#known.get(epochKey)?.id;
+    this.adopt(epochKey, id);
+    return {
+      id,
+      throw: () => {
+        throw epochChangedError(this.#member, was, id);
+      },
+    };
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * One call on every member, each waited for up to a deadline: the operator's calls (trustMembers,
+ * restoreFencing), the reads (election.leader(), a semaphore's permits) and the election's leader
+ * record. One round like any other (round.ts), so it has a deadline — a member that never answers
+ * is reported as timed out, not waited for forever — and every member's answer is reported, one
+ * result per member. Whether a member's answer counts is the round's decision (Round.#count: a
+ * member that must not count, or a second address of a server already heard), reported in
+ * `notCounting`; what to make of it is the caller's.
+ */
+import type { Clock } from '../clock/index.js';
+import type { Member } from '../members/member.js';
+import { runRound, type RoundSpec } from './round.js';
+
+/** What a round reads of a member besides sending to it: its name and whether its answers count. */
+export type RoundMember = Pick<Member, 'id' | 'notCounting' | 'serverId'>;
+
+export interface MemberResult<T> {
+  member: string;
+  ok: boolean;
+  value?: T;
+  error?: Error;
+  /** The member did not answer by the deadline (`error` says so too). */
+  timedOut?: true;
+  /** Why the member's answer must not count (it is still in `value`): not a master, may evict, the same server as another member. */
+  notCounting?: string;
+}
+
+export interface OperatorCall<M extends RoundMember, T> {
+  operation: RoundSpec<string>['operation'];
+  members: readonly M[];
+  call(member: M): Promise<T>;
+  timeoutMs: number;
+  clock: Clock;
+}
+
+/** Runs `call` on every member at once and waits for each, up to `timeoutMs` from the tick that sent them. */
+export async function onEveryMember<M extends RoundMember, T>(spec: OperatorCall<M, T>): Promise<MemberResult<T>[]> {
+  const { clock } = spec;
+  const values = new Map<number, T>();
+  const round = await runRound<'done'>({
+    operation: spec.operation,
+    // The round reads only RoundMember's fields of a member; sending is `call`'s.
+    members: spec.members as unknown as readonly Member[],
+    send: (member, index) =>
+      spec.call(member as unknown as M).then((value) => {
+        values.set(index, value);
+        return 'done' as const;
+      }),
+    counts: () => true,
+    timeoutMs: spec.timeoutMs,
+    waitForAll: true,
+    clock,
+  });
+  return round.votes.map((vote, index): MemberResult<T> => {
+    const notCounting = vote.notCounting === undefined ? {} : { notCounting: vote.notCounting };
+    if (vote.vote === 'done') return { member: vote.member, ok: true, value: values.get(index) as T, ...notCounting };
+    if (vote.vote === 'error' && vote.error) return { member: vote.member, ok: false, error: vote.error, ...notCounting };
+    const error = new Error(`quorumlock: ${vote.member} did not answer within ${spec.timeoutMs} ms`);
+    return { member: vote.member, ok: false, error, timedOut: true, ...notCounting };
+  });
+}
