@@ -22,7 +22,19 @@ describe('script protocol', () => {
   it('acquire arguments are strings in the order acquire.lua reads them', () => {
     const request: AcquireRequest = { value: 'v', ttlMs: 1000, waiter: { id: 'w.1', ticket: 17, leaseMs: 3000 }, quarantineMs: 60_000, fencing: true };
     expect(acquireArgs(request, 'e1')).toEqual(['v', '1000', 'w.1', '17', '3000', '60000', '1', 'e1']);
-    expect(acquireArgs({ ...request, fencing: false, handover: { value: 'h', stamp: 's', abandoned: '' } }, '')).toEqual(['v', '1000', 'w.1', '17', '3000', '60000', '0', '', 'h', 's', '']);
+    expect(acquireArgs({ ...request, fencing: false, handover: { value: 'h', stamp: 's', abandoned: '' } }, '')).toEqual([
+      'v',
+      '1000',
+      'w.1',
+      '17',
+      '3000',
+      '60000',
+      '0',
+      '',
+      'h',
+      's',
+      '',
+    ]);
   });
 
   it('acquire replies decode to what they were built from', () => {
