@@ -23,7 +23,7 @@ const set = await processBackend.start(5);
 const clients = set.masters.map((m) => new Redis({ host: m.host, port: m.port }));
 try {
   await Promise.all(clients.map((c) => c.ping()));
-  const redlock = new Redlock(clients, { retryCount: 0 });
+  const redlock = new Redlock(clients); // the defaults: retries, waiting in line
   await redlock.trustMembers();
   // Warm-up: every member's epoch read, scripts loaded, bound copies in place.
   for (let i = 0; i < 200; i++) await (await redlock.acquire(`warm:${i}`, 10_000)).release();

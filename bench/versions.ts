@@ -1,12 +1,13 @@
 /**
- * npm run bench:versions -- --other <checkout> [--other <checkout> ...] [--cycles 3000]
+ * npm run bench:versions -- --other <checkout> [--other <checkout> ...] [--cycles 3000] [--levels 16,128]
  *
  * This tree's quorumlock against other checkouts' (e.g. `git worktree add /tmp/old <commit>`,
  * with node_modules linked in), side by side in one run on the same five local masters: each
  * version has its own clients and its own Redis db (their scripts and epoch hashes differ), and
  * cycles rotate between them so machine noise hits all alike. Measures acquire latency
- * (plain and fenced), the client CPU per cycle, and the server time per script call (INFO
- * commandstats), to price a change.
+ * (plain and fenced), the client CPU per cycle, the server time per script call (INFO
+ * commandstats), and acquire + release cycles/s at each concurrency of --levels (workers on
+ * distinct resources; each version in turn, five turns, the median), to price a change.
  */
 import Redis from 'ioredis';
 import { resolve } from 'node:path';
@@ -15,7 +16,9 @@ import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
 import * as current from '../src/index.js';
 
-const { values } = parseArgs({ options: { other: { type: 'string', multiple: true }, cycles: { type: 'string', default: '3000' } } });
+const { values } = parseArgs({
+  options: { other: { type: 'string', multiple: true }, cycles: { type: 'string', default: '3000' }, levels: { type: 'string', default: '16,128' } },
+});
 if (!values.other?.length) throw new Error('usage: npm run bench:versions -- --other <path of another checkout> ...');
 const others = await Promise.all(
   values.other.map(async (path) => ({ name: path, lib: (await import(pathToFileURL(resolve(path, 'src/index.ts')).href)) as typeof current })),
@@ -79,6 +82,32 @@ async function serverTime(index: number): Promise<number> {
   return usec / calls;
 }
 
+/** Acquire + release cycles per second with `concurrency` workers, each on its own resources, for `total` cycles. */
+async function throughput(redlock: current.Redlock, concurrency: number, total: number): Promise<number> {
+  let started = 0;
+  const worker = async () => {
+    while (started++ < total) await (await redlock.acquire(`bench:${++key}`, 10_000)).release();
+  };
+  const begin = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return (total / (performance.now() - begin)) * 1000;
+}
+
+async function throughputs(concurrency: number): Promise<number[]> {
+  const turns = versions.map(() => [] as number[]);
+  const total = Math.max(2000, concurrency * 20);
+  for (const version of versions) await throughput(version.redlock, concurrency, total / 4); // warm-up
+  for (let turn = 0; turn < 5; turn++)
+    for (let k = 0; k < versions.length; k++) {
+      const index = (turn + k) % versions.length;
+      turns[index]!.push(await throughput(versions[index]!.redlock, concurrency, total));
+    }
+  return turns.map((rates) => quantile(rates, 0.5));
+}
+
+const levels = values.levels.split(',').map(Number);
+const rates: number[][] = [];
+for (const level of levels) rates.push(await throughputs(level));
 const plain = await interleaved(false);
 const fenced = await interleaved(true);
 const server: number[] = [];
@@ -99,5 +128,10 @@ versions.slice(1).forEach((version, i) => {
     `this tree ÷ ${version.name}: acquire p50 ${(plain[0]!.p50 / plain[i + 1]!.p50).toFixed(2)}×, fenced p50 ${(fenced[0]!.p50 / fenced[i + 1]!.p50).toFixed(2)}×, client CPU ${(plain[0]!.cpuUs / plain[i + 1]!.cpuUs).toFixed(2)}×`,
   );
 });
+console.log(`\nacquire + release cycles/s (median of 5 turns), concurrency ${levels.join(' / ')}:`);
+versions.forEach((version, i) => console.log(`  ${version.name}: ${rates.map((level) => level[i]!.toFixed(0)).join(' / ')}`));
+versions
+  .slice(1)
+  .forEach((version, i) => console.log(`  this tree ÷ ${version.name}: ${rates.map((level) => (level[0]! / level[i + 1]!).toFixed(2)).join(' / ')}×`));
 for (const { clients } of versions) for (const c of clients) c.disconnect();
 await set.stop();

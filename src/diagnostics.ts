@@ -33,6 +33,20 @@ export interface Logger {
   error(object: object, message: string): void;
 }
 
+const silent = (): void => {};
+
+/** The default logger: says nothing. */
+export const silentLogger: Logger = { debug: silent, info: silent, warn: silent, error: silent };
+
+/**
+ * Whether `logger` wants debug lines: not the silent default, nor a pino logger set above debug.
+ * Asked per line (a pino logger's level may change at run time), so that the hot path builds no
+ * log object, and no vote description, that nobody reads.
+ */
+export function debugging(logger: Logger): boolean {
+  return logger !== silentLogger && ((logger as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.('debug') ?? true);
+}
+
 /** 'quorumlock:acquire:start': acquire(), tryAcquire() or using() starts. */
 export interface AcquireStartMessage {
   /** Names this acquire and, if it wins, its lock (`lock.id`) in every event. */
@@ -174,33 +188,34 @@ export interface TraceContext {
  * LockAcquireError, ...).
  */
 export const tracing = {
-  acquire: tracingChannel<object, TraceContext>('quorumlock:acquire'),
-  extend: tracingChannel<object, TraceContext>('quorumlock:extend'),
-  release: tracingChannel<object, TraceContext>('quorumlock:release'),
+  acquire: answering(tracingChannel<object, TraceContext>('quorumlock:acquire')),
+  extend: answering(tracingChannel<object, TraceContext>('quorumlock:extend')),
+  release: answering(tracingChannel<object, TraceContext>('quorumlock:release')),
 } as const;
 
-export function publish<Name extends ChannelName>(target: QuorumlockChannel<Name>, message: () => ChannelMessages[Name]): void {
-  if (target.hasSubscribers) target.publish(message());
-}
-
-/** TracingChannel.hasSubscribers is Node ≥ 20.13: ask its five channels on older ones. */
-function observed(target: TracingChannel<object, TraceContext>): boolean {
+/**
+ * `target`, whose `hasSubscribers` answers on every Node this package supports: it is Node's own
+ * from 20.13 on; before, this one asks its five channels. Callers check it before traced(), as
+ * they check a plain channel's before publishing, so that nothing is built when nobody listens.
+ */
+function answering(target: TracingChannel<object, TraceContext>): TracingChannel<object, TraceContext> {
+  if (typeof target.hasSubscribers === 'boolean') return target;
   const { start, end, asyncStart, asyncEnd, error } = target;
-  return start.hasSubscribers || end.hasSubscribers || asyncStart.hasSubscribers || asyncEnd.hasSubscribers || error.hasSubscribers;
+  const get = () => start.hasSubscribers || end.hasSubscribers || asyncStart.hasSubscribers || asyncEnd.hasSubscribers || error.hasSubscribers;
+  return Object.defineProperty(target, 'hasSubscribers', { get });
 }
 
 /**
- * Runs `operation` traced on `target` when anyone listens; otherwise just runs it, adding no
- * promise of its own (the hot path: acquire and release pass through here). The traced result is
- * `summary(value)`: the caller gets `value` itself, subscribers only the summary.
+ * Runs `operation` traced on `target`: for when `target.hasSubscribers` (without listeners, call
+ * `operation` itself, adding no promise: the hot path). The traced result is `summary(value)`:
+ * the caller gets `value` itself, subscribers only the summary.
  */
 export function traced<T>(
   target: TracingChannel<object, TraceContext>,
-  context: () => TraceContext,
+  context: TraceContext,
   operation: () => Promise<T>,
   summary: (value: T) => object,
 ): Promise<T> {
-  if (!observed(target)) return operation();
   let value!: T;
-  return target.tracePromise(async () => summary((value = await operation())), context()).then(() => value);
+  return target.tracePromise(async () => summary((value = await operation())), context).then(() => value);
 }

@@ -32,6 +32,7 @@ import { onEveryMember } from './quorum/operator.js';
 import { Election, type ElectionOptions } from './election/index.js';
 import { checkSemaphoreName, checkSemaphoreOptions, type SemaphoreOptions } from './semaphore/check.js';
 import { Semaphore } from './semaphore/semaphore.js';
+import { newWaiterId } from './store/keys.js';
 
 /** What a member looks like from outside: its name, and what it said about itself at its last reading. */
 export interface MemberStatus {
@@ -93,7 +94,7 @@ export class Redlock {
   constructor(clients: readonly MemberClient[], options: RedlockOptions = {}) {
     this.settings = Object.freeze(checkSettings(options));
     this.#members = Object.freeze(checkMembers(clients).map((client) => new RedisMember(client, this.settings.logger)));
-    this.#context = Object.freeze({ members: this.#members, settings: this.settings });
+    this.#context = Object.freeze({ members: this.#members, quorum: quorumOf(this.#members.length), settings: this.settings });
     internals.set(this, this.#context);
     this.#notifications = new Notifications(this.#members, this.settings.logger);
     this.#reentrancy = this.settings.maxReentrancy > 0 ? new Reentrancy(this.settings.maxReentrancy) : undefined;
@@ -195,7 +196,7 @@ export class Redlock {
 
   /** Votes needed: floor(N/2) + 1. */
   get quorum(): number {
-    return quorumOf(this.#members.length);
+    return this.#context.quorum;
   }
 
   /**
@@ -218,19 +219,19 @@ export class Redlock {
     checkTtl(ttl, this.settings);
     const policy = checkAcquireOptions(options, this.settings);
     // After checkAcquireOptions: a non-object is refused there first, as before.
-    checkOptionNames(options, acquireOptionNames);
+    if (options !== undefined) checkOptionNames(options, acquireOptionNames);
     if (options?.reentrant !== undefined && checkBoolean('reentrant', options.reentrant)) {
       const nested = this.#nested(names, policy);
       if (nested) return nested.lock;
     }
     // Not through #acquire: a returned promise would cost the hot path two more ticks.
-    const lockId = this.#notifications.newWaiterId();
+    const lockId = newWaiterId(this.#notifications.listener);
     return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
   }
 
   /** acquire() for using(), whose options (acquire's and its own) are checked already. */
   async #acquire(names: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Lock> {
-    const lockId = this.#notifications.newWaiterId();
+    const lockId = newWaiterId(this.#notifications.listener);
     return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
   }
 
@@ -248,7 +249,7 @@ export class Redlock {
     // Named, not spread (a spread costs ~2 µs): what one attempt can use, as before.
     const { signal, fencing, waitTimeout, shared } = options as AcquireOptions;
     const policy = checkAcquireOptions({ signal, fencing, waitTimeout, shared, retryCount: 0 }, this.settings);
-    const lockId = this.#notifications.newWaiterId();
+    const lockId = newWaiterId(this.#notifications.listener);
     // 'taken' is an answer here, not a failure: so it is for tracers too.
     const won = await this.#traced(lockId, names, ttl, () =>
       this.#loop(lockId, names, ttl, policy).catch((error: unknown) => {
@@ -275,7 +276,7 @@ export class Redlock {
   ): Promise<T> {
     if (typeof work !== 'function') throw usingWorkError(work, options);
     checkOptionsObject(options);
-    checkOptionNames(options, usingOptionNames);
+    if (options !== undefined) checkOptionNames(options, usingOptionNames);
     const names = this.#resources(resources);
     checkTtl(ttl, this.settings);
     const threshold = checkExtendThreshold(options?.extendThreshold, ttl, this.settings);
@@ -330,14 +331,14 @@ export class Redlock {
       context: this.#context,
       members: this.#members,
       acquire: (lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy) => this.#loop(lockId, resources, ttl, policy),
-      newLockId: () => this.#notifications.newWaiterId(),
+      newLockId: () => newWaiterId(this.#notifications.listener),
     };
     return new Semaphore(host, checked, permits);
   }
 
   /**
    * The checked names, frozen: the same array reaches every round, member, event and log line of
-   * the acquire (members key caches on it: members/server.ts), so nobody may change it midway.
+   * the acquire (members key caches on it: serverTopology in members/redis-member.ts), so nobody may change it midway.
    */
   #resources(resources: string | readonly string[]): readonly string[] {
     const names = checkResources(resources);
@@ -346,17 +347,20 @@ export class Redlock {
   }
 
   #loop(lockId: string, resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Won> {
-    return acquireWithRetries({ members: this.#members, settings: this.settings, resources, ttl, policy, notifications: this.#notifications, lockId });
+    const { members, quorum, settings } = this.#context;
+    return acquireWithRetries({ members, quorum, settings, resources, ttl, policy, notifications: this.#notifications, lockId });
   }
 
-  /** An acquire, traced ('quorumlock:acquire'): its result is { fence, remainingMs }, or { taken: true } for tryAcquire's null. */
+  /**
+   * An acquire, traced ('quorumlock:acquire') when anyone listens: its result is { fence,
+   * remainingMs }, or { taken: true } for tryAcquire's null. Otherwise just the acquire, adding
+   * no promise of its own (the hot path).
+   */
   #traced<T extends Won | null>(lockId: string, resources: readonly string[], ttl: number, acquire: () => Promise<T>): Promise<T> {
+    if (!tracing.acquire.hasSubscribers) return acquire();
     const { clock } = this.settings;
-    return traced(
-      tracing.acquire,
-      () => ({ lockId, resources, ttl }),
-      acquire,
-      (won) => (won === null ? { taken: true } : { fence: won.fence, remainingMs: won.deadline - clock.now() }),
+    return traced(tracing.acquire, { lockId, resources, ttl }, acquire, (won) =>
+      won === null ? { taken: true } : { fence: won.fence, remainingMs: won.deadline - clock.now() },
     );
   }
 

@@ -1,5 +1,6 @@
 /**
- * Counting votes. Pure, so it can be checked exhaustively.
+ * The majority rule: how many votes of N members make a quorum. Pure, so it can be checked
+ * exhaustively. (A round counts its votes to the quorum its caller names: quorum/round.ts, decide.)
  *
  * Why a strict majority: any two majorities of the same N members share at least one member, and
  * that member holds at most one owner's key at a time. So two clients can never both collect
@@ -7,14 +8,4 @@
  */
 export function quorumOf(memberCount: number): number {
   return Math.floor(memberCount / 2) + 1;
-}
-
-/** 'won': quorum reached. 'lost': too many no's for quorum to be reached. 'open': keep waiting. */
-export type Decision = 'won' | 'lost' | 'open';
-
-export function decide(yes: number, no: number, memberCount: number): Decision {
-  const quorum = quorumOf(memberCount);
-  if (yes >= quorum) return 'won';
-  if (memberCount - no < quorum) return 'lost';
-  return 'open';
 }

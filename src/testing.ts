@@ -15,12 +15,11 @@
 import { Command, type Redis } from 'ioredis';
 import { ResetMembersError, TestingOnlyError } from './errors.js';
 import { clusterTopology } from './members/cluster.js';
+import { serverTopology } from './members/redis-member.js';
 import { isClusterClient, keyPrefixOf, memberId, type MemberClient } from './members/id.js';
-import { serverTopology } from './members/server.js';
-import { isUntouchedGenesis } from './store/keys.js';
+import { isUntouchedGenesis, slotOf } from './store/keys.js';
 import { decodeEpoch, trustArgs } from './store/protocol.js';
 import { serverFacts } from './store/server.js';
-import { slotOf } from './store/slots.js';
 import { keepOutOfAutoPipelining, registerScripts, scriptCommand, type ScriptCommand, type ScriptName } from './store/scripts.js';
 
 export interface ResetOptions {

@@ -3,8 +3,7 @@
  * epoch of each slot judged against the node that owns it. Never writes, never prints a value.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { slotOf } from '../store/slots.js';
-import { allClusterEpochKeys, clusterEpochKey, EPOCH_FIELDS } from '../store/keys.js';
+import { allClusterEpochKeys, clusterEpochKey, EPOCH_FIELDS, slotOf } from '../store/keys.js';
 import { within } from './members.js';
 import { serverFacts } from '../store/server.js';
 import { epochOf, lockOf, message, msOf, readLock, unreachable, type EpochState, type MemberProbe, type ProbeOptions, type State } from './readings.js';

@@ -78,7 +78,7 @@ function checkPollInterval(value: unknown): number {
 /** campaign()'s and observe()'s options: an object with at most an AbortSignal. */
 export function checkSignalOptions(options: unknown, call: 'campaign' | 'observe'): AbortSignal | undefined {
   checkOptionsObject(options);
-  checkOptionNames(options as object | undefined, call === 'campaign' ? campaignOptionNames : observeOptionNames);
+  if (options !== undefined) checkOptionNames(options as object, call === 'campaign' ? campaignOptionNames : observeOptionNames);
   const signal = (options as CampaignOptions | undefined)?.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw argumentError(TypeError, 'signal', 'must be an AbortSignal');
   return signal;

@@ -7,12 +7,12 @@
  */
 import { inspect } from 'node:util';
 import { clearBackgroundTimer, setBackgroundTimer, type BackgroundTimer } from '../clock/index.js';
-import { channels, publish, traced, tracing } from '../diagnostics.js';
+import { channels, debugging, traced, tracing } from '../diagnostics.js';
 import type { Won } from '../quorum/acquire-loop.js';
 import { LockExtendError, LockLostError } from '../errors.js';
 import type { Member } from '../members/member.js';
 import { checkTtl } from '../options/check.js';
-import { debugging, type Settings } from '../options/settings.js';
+import type { Settings } from '../options/settings.js';
 import { extendOn, type ExtendAnswer } from '../quorum/extend.js';
 import { releaseOn } from '../quorum/release.js';
 import { describeVotes, type LockAnswer, type MemberVote, type ReleaseAnswer } from '../quorum/votes.js';
@@ -55,9 +55,11 @@ export function heldLockOf(id: string, resources: readonly string[], won: Won): 
   return { id, resources, value, deadline, votes: won.round.votes, fence, inLineAs, abandoned };
 }
 
-/** What a Lock needs from its Redlock: the members and the settings. */
+/** What a Lock needs from its Redlock: the members, their quorum, and the settings. */
 export interface LockContext {
   readonly members: readonly Member[];
+  /** quorumOf(members.length), computed once: every round of the Redlock's counts to it. */
+  readonly quorum: number;
   readonly settings: Settings;
 }
 
@@ -110,7 +112,7 @@ export class Lock implements AsyncDisposable {
     this.#context = context;
     this.id = held.id;
     // The acquire's own array when it is frozen already (Redlock freezes it): members made its
-    // keys for it once (members/server.ts), and release() reuses them.
+    // keys for it once (serverTopology in members/redis-member.ts), and release() reuses them.
     this.resources = Object.isFrozen(held.resources) ? held.resources : Object.freeze([...held.resources]);
     this.value = held.value;
     this.#deadline = held.deadline;
@@ -195,7 +197,8 @@ export class Lock implements AsyncDisposable {
       'lock lost',
     );
     // The end of holding when no release came first (#lose does nothing after release()).
-    publish(channels.lost, () => ({ lockId: this.id, resources: this.resources, reason: error.reason, lostBecause: error.lostBecause }));
+    if (channels.lost.hasSubscribers)
+      channels.lost.publish({ lockId: this.id, resources: this.resources, reason: error.reason, lostBecause: error.lostBecause });
     this.#controller?.abort(error);
   }
 
@@ -215,19 +218,21 @@ export class Lock implements AsyncDisposable {
       return Promise.reject(error);
     }
     const run = this.#extending.then(() =>
-      traced(
-        tracing.extend,
-        () => ({ lockId: this.id, resources: this.resources, ttl }),
-        () => this.#extendOnce(ttl),
-        () => ({ remainingMs: this.remainingMs() }),
-      ),
+      tracing.extend.hasSubscribers
+        ? traced(
+            tracing.extend,
+            { lockId: this.id, resources: this.resources, ttl },
+            () => this.#extendOnce(ttl),
+            () => ({ remainingMs: this.remainingMs() }),
+          )
+        : this.#extendOnce(ttl),
     );
     this.#extending = run.catch(() => undefined);
     return run;
   }
 
   async #extendOnce(ttl: number): Promise<this> {
-    const { members, settings } = this.#context;
+    const { members, quorum, settings } = this.#context;
     if (this.#released) throw new LockExtendError(this.resources, 'released', [], 0);
     // Once lost, always lost: the work under it was told to stop, and a later success would not
     // undo that. Only a real loss gets here; a round that merely lacked answers is no loss.
@@ -237,7 +242,7 @@ export class Lock implements AsyncDisposable {
     // already hold the resource, and extending would hide that gap from the caller.
     if (this.remainingMs() <= 0) throw new LockExtendError(this.resources, 'expired', [], 0);
 
-    const result = await extendOn({ members, settings, resources: this.resources, value: this.value, ttl, previousDeadline: this.#deadline });
+    const result = await extendOn({ members, quorum, settings, resources: this.resources, value: this.value, ttl, previousDeadline: this.#deadline });
     const { round } = result;
     if (this.#released) throw new LockExtendError(this.resources, 'released', round.votes, round.elapsedMs);
     // Lost during the round (the expiry timer ran out meanwhile): a quorum decided in time would
@@ -255,7 +260,7 @@ export class Lock implements AsyncDisposable {
       this.#votes = round.votes;
       this.#armExpiry();
       if (debugging(settings.logger)) settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
-      publish(channels.extend, () => ({ lockId: this.id, resources: this.resources, extended: true, elapsedMs: round.elapsedMs }));
+      if (channels.extend.hasSubscribers) channels.extend.publish({ lockId: this.id, resources: this.resources, extended: true, elapsedMs: round.elapsedMs });
       return this;
     }
     const { failure: reason, lostBecause } = result;
@@ -264,14 +269,15 @@ export class Lock implements AsyncDisposable {
       'lock extension failed',
     );
     const error = new LockExtendError(this.resources, reason, round.votes, round.elapsedMs, lostBecause);
-    publish(channels.extend, () => ({
-      lockId: this.id,
-      resources: this.resources,
-      extended: false,
-      elapsedMs: round.elapsedMs,
-      reason,
-      ...(lostBecause ? { lostBecause } : {}),
-    }));
+    if (channels.extend.hasSubscribers)
+      channels.extend.publish({
+        lockId: this.id,
+        resources: this.resources,
+        extended: false,
+        elapsedMs: round.elapsedMs,
+        reason,
+        ...(lostBecause ? { lostBecause } : {}),
+      });
     if (reason === 'unavailable') {
       // Not lost: Q0 (and whoever this round reached) still holds our value until the deadline,
       // and nobody said otherwise. The expiry timer follows the (possibly earlier) deadline.
@@ -290,16 +296,17 @@ export class Lock implements AsyncDisposable {
    * was not lost before, publishes on 'quorumlock:release'.
    */
   async release(): Promise<ReleaseResult> {
+    if (!tracing.release.hasSubscribers) return this.#releaseOnce();
     return traced(
       tracing.release,
-      () => ({ lockId: this.id, resources: this.resources }),
+      { lockId: this.id, resources: this.resources },
       () => this.#releaseOnce(),
       ({ freed, elapsedMs }) => ({ freed, elapsedMs }),
     );
   }
 
   async #releaseOnce(): Promise<ReleaseResult> {
-    const { members, settings } = this.#context;
+    const { members, quorum, settings } = this.#context;
     // Set before the round, so that a concurrent second call does not count as the first, and a
     // loss found meanwhile is not reported: holding ends with this release.
     const endsHolding = !this.#released && !this.#lost;
@@ -311,6 +318,7 @@ export class Lock implements AsyncDisposable {
     const limitMs = Math.max(settings.nodeTimeout, this.#deadline - settings.clock.now());
     const round = await releaseOn({
       members,
+      quorum,
       settings,
       resources: this.resources,
       value: this.value,

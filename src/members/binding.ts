@@ -20,7 +20,14 @@
  * - a copy is only ever called by EVALSHA (never EVAL with its text, which would load it
  *   wherever the call lands), so a call that reaches any other process, re-sent or retargeted,
  *   fails with NOSCRIPT and is never counted; after a NOSCRIPT the member stops using that copy
- *   and binds afresh, with a new nonce.
+ *   and binds afresh, with a new nonce;
+ * - a copy is called only while the process the client's own connection reaches, as its server
+ *   watch's last INFO says (watch.ts, runId: undefined from a lost connection until the next
+ *   reading, as the connection may have come back to another process), is the one it was loaded
+ *   into: the member compares the two on every call (RedisMember, #boundSha). Both are fields,
+ *   set where what they follow changes (here: a load, a NOSCRIPT, a new process; watch.ts: each
+ *   reading and each lost connection), so the comparison is exact at any call, whatever order
+ *   the watch's listeners run in.
  * Where any of this cannot be known (Redis < 7 and KeyDB, where SCRIPT LOAD is propagated: checked
  * on the process the loader reached too; Dragonfly, which has no run id; a Cluster, whose calls spread
  * over nodes; a client that is not ioredis' own Redis, or whose reconnectOnError may re-send a
@@ -71,14 +78,23 @@ export function bindingOf(of: BindingOf): ScriptBinding {
   return binding;
 }
 
+/** Verified bound copies: the process they were loaded into (its run id), and each script's SHA there. */
+export interface BoundCopies {
+  readonly runId: string;
+  readonly shas: Readonly<Record<Bindable, string>>;
+}
+
 export class ScriptBinding {
   readonly #client: Redis;
   /** What the client's own connection says of its server (watch.ts): a copy is used only for that process. */
   readonly #server: ServerWatch;
   readonly #member: string;
   readonly #logger: Logger;
-  /** The verified copies, and the process they are in. */
-  #current: { runId: string; shas: Record<Bindable, string> } | undefined;
+  /**
+   * The verified copies, and the process they are in; undefined while there are none. Written
+   * only here; members read it on every call, with their watch's runId (the header says how).
+   */
+  current: BoundCopies | undefined;
   #off: boolean;
   #loading = false;
 
@@ -94,38 +110,18 @@ export class ScriptBinding {
     this.#follow();
   }
 
-  /**
-   * The run id of the process the client's own connection reaches, as its last reading said;
-   * undefined before one, and after a lost connection until the next (it may have come back to
-   * another process: until INFO names it, calls go by the generic scripts).
-   */
-  get #runId(): string | undefined {
-    return this.#server.stale ? undefined : this.#server.facts?.runId;
-  }
-
-  /** @internal The verified copies in use (tests, diagnostics): their process and SHAs. */
-  get current(): { runId: string; shas: Record<Bindable, string> } | undefined {
-    return this.#current;
-  }
-
-  /** The SHA to call `script` by in the member's current process; undefined: use the generic script. */
-  shaFor(script: Bindable): string | undefined {
-    const current = this.#current;
-    return current !== undefined && current.runId === this.#runId ? current.shas[script] : undefined;
-  }
-
   /** After every reading of the member's INFO: bind to the process it names, once per process. */
   #follow(): void {
     const facts = this.#server.stale ? undefined : this.#server.facts;
-    if (this.#off || facts === undefined || !canBind(facts) || this.#current?.runId === facts.runId) return;
-    this.#current = undefined;
+    if (this.#off || facts === undefined || !canBind(facts) || this.current?.runId === facts.runId) return;
+    this.current = undefined;
     this.#load();
   }
 
   /** A call by `sha` met NOSCRIPT: that copy is not where the call went. Stop using it; bind afresh. */
   missing(sha: string): void {
-    if (this.#current === undefined || !Object.values(this.#current.shas).includes(sha)) return;
-    this.#current = undefined;
+    if (this.current === undefined || !Object.values(this.current.shas).includes(sha)) return;
+    this.current = undefined;
     this.#load();
   }
 
@@ -182,7 +178,7 @@ export class ScriptBinding {
     // Only into the process the client's own connection reports, and only one that keeps loaded
     // scripts to itself (Redis ≥ 7): the loader may have reached another (a failover behind one
     // address, a proxy), and loading there would leave a copy nobody can call.
-    if (!canBind(facts) || runId !== this.#runId) return;
+    if (!canBind(facts) || runId !== this.#server.runId) return;
     const nonce = randomBytes(8).toString('hex');
     const names = Object.keys(BINDABLE) as Bindable[];
     const texts = names.map((name) => boundLua(BINDABLE[name], runId, nonce));
@@ -204,6 +200,6 @@ export class ScriptBinding {
       );
       return;
     }
-    this.#current = { runId, shas: Object.fromEntries(names.map((name, index) => [name, shas[index]!])) as Record<Bindable, string> };
+    this.current = { runId, shas: Object.fromEntries(names.map((name, index) => [name, shas[index]!])) as Record<Bindable, string> };
   }
 }

@@ -42,7 +42,7 @@ const books = new WeakMap<object, EpochBook>();
  * new connection.
  */
 export function epochBookOf(
-  client: { on(event: 'ready', listener: () => void): unknown },
+  client: { status: string; on(event: 'ready', listener: () => void): unknown },
   member: string,
   read: (epochKey: string) => Promise<string>,
   single?: string,
@@ -53,7 +53,8 @@ export function epochBookOf(
   if (single !== undefined) {
     const known = book;
     client.on('ready', () => known.refresh(single));
-    known.refresh(single);
+    // Not on a client that is not connected yet (lazyConnect): the Redlock must not connect it.
+    if (client.status === 'ready') known.refresh(single);
   }
   return book;
 }

@@ -1,7 +1,7 @@
 /**
  * What the algorithm (src/quorum) needs from a member, and nothing more: go-redsync's narrow
  * `Conn`. RedisMember implements it over an ioredis client (a server, a Sentinel group or a
- * Cluster: members/server.ts, members/cluster.ts); unit tests implement it with a fake.
+ * Cluster: members/redis-member.ts, members/cluster.ts); unit tests implement it with a fake.
  *
  * Each method is one script call (store/protocol.ts has its arguments and reply). Calls to one
  * member run in the order they were made (a release never overtakes the acquire it undoes).

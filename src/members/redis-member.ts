@@ -1,8 +1,9 @@
 /**
  * One member of the quorum: the user's ioredis client with our scripts on it. The client stays
  * the user's: quorumlock never connects, quits or subscribes with it. What differs by topology
- * (keys, epochs, server facts) is in members/server.ts and members/cluster.ts; here is what all
- * share: the scripts, one ordered path for our calls, and the server watch.
+ * (keys, epochs, server facts: members/topology.ts) is here for a member that is one server
+ * (serverTopology) and in members/cluster.ts for a Cluster; the rest is what all share: the
+ * scripts, one ordered path for our calls, and the server watch.
  */
 import { Command, type Redis } from 'ioredis';
 import { nextTick } from 'node:process';
@@ -34,16 +35,52 @@ import {
   type Locked,
   type Refusal,
 } from '../store/protocol.js';
-import { leaderRecordKey, readersKeysIn } from '../store/keys.js';
+import { EPOCH_KEY, leaderRecordKey, readersKeysIn, resourceKeys } from '../store/keys.js';
 import { clusterTopology } from './cluster.js';
 import { isClusterClient, keyPrefixOf, memberId, type MemberClient } from './id.js';
 import type { ExtendCall, FenceCall, LeaveCall, Member, Open, ReleaseCall } from './member.js';
-import { serverTopology } from './server.js';
 import type { Topology } from './topology.js';
 import { watchServer, type ServerWatch } from './watch.js';
 import { epochBookOf, type EpochBook } from './epochs.js';
 import { codes, epochTooNewError } from '../errors.js';
-import { serverIdentity, whyNotCounting } from '../store/server.js';
+import { serverFacts } from '../store/server.js';
+
+/**
+ * resourceKeys() for an array of resources, remembered for the last array asked: a round asks
+ * for the same array once per member, one after another. (Not a WeakMap per array: at thousands
+ * of acquires a second its ephemerons cost the garbage collector more than the keys cost to make.)
+ */
+let lastKeys: { resources: readonly string[]; keys: readonly string[] } | undefined;
+let lastKeysAndEpoch: { resources: readonly string[]; keys: readonly string[] } | undefined;
+
+function keysOf(resources: readonly string[]): readonly string[] {
+  if (lastKeys?.resources !== resources) lastKeys = { resources, keys: resourceKeys(resources) };
+  return lastKeys.keys;
+}
+
+function keysAndEpochOf(resources: readonly string[]): readonly string[] {
+  if (lastKeysAndEpoch?.resources !== resources) lastKeysAndEpoch = { resources, keys: [...keysOf(resources), EPOCH_KEY] };
+  return lastKeysAndEpoch.keys;
+}
+
+const EPOCH_KEYS = [EPOCH_KEY] as const;
+
+/**
+ * The topology of a member that is one server: a master, or a Sentinel-managed group (ioredis
+ * follows its master). One epoch hash for the whole server. ioredis applies the client's
+ * keyPrefix to every key, ours included, so the names here are unprefixed.
+ */
+export function serverTopology(client: Redis): Topology {
+  return {
+    keysOf,
+    epochKeyOf: () => EPOCH_KEY,
+    keysAndEpochOf,
+    everyEpochKey: () => EPOCH_KEYS,
+    // A stand-in client without INFO (the drift simulator's) has no facts to read.
+    readFacts: typeof client.info === 'function' ? () => client.info().then(serverFacts) : undefined,
+    oneSocket: true,
+  };
+}
 
 /** Calls per socket write in a burst (#call). Each of our calls is 1 to 3 buffers for ioredis. */
 const CORK_BATCH = 256;
@@ -144,7 +181,7 @@ export class RedisMember implements Member {
         });
       }
     }
-    const sha = script in BINDABLE ? this.#binding.shaFor(script as Bindable) : undefined;
+    const sha = script in BINDABLE ? this.#boundSha(script as Bindable) : undefined;
     // Arguments as strings: what ioredis would make of numbers anyway, one conversion fewer each.
     const flat = epochKey === undefined ? [String(keys.length), ...keys, ...args] : [String(keys.length + 1), ...keys, epochKey, epochId!, ...args];
     if (sha === undefined) {
@@ -160,6 +197,16 @@ export class RedisMember implements Member {
       if (error.message.includes('NOSCRIPT')) this.#binding.missing(sha);
       throw error;
     });
+  }
+
+  /**
+   * The SHA of the bound copy of `script` to call, or undefined: the generic script. A copy only
+   * while the server watch says the connection reaches the process it was loaded into (binding.ts
+   * has the argument): two fields, compared on every call.
+   */
+  #boundSha(script: Bindable): string | undefined {
+    const copies = this.#binding.current;
+    return copies !== undefined && copies.runId === this.#server.runId ? copies.shas[script] : undefined;
   }
 
   async acquire(resources: readonly string[], request: AcquireRequest, open?: Open): Promise<Locked | Refusal> {
@@ -195,7 +242,7 @@ export class RedisMember implements Member {
 
   get notCounting(): string | undefined {
     if (this.#duplicateOf !== undefined) return `the same server as ${this.#duplicateOf}`;
-    return this.#server.facts && whyNotCounting(this.#server.facts);
+    return this.#server.why;
   }
 
   /** The KEYS of the scripts that keep lines (resourceKeys), and the epoch hash they are bound to. */
@@ -326,7 +373,7 @@ export class RedisMember implements Member {
    * reading, or on a Cluster.
    */
   get serverId(): string | undefined {
-    return this.#server.facts && serverIdentity(this.#server.facts);
+    return this.#server.identity;
   }
 
   /** The role this member reported at its last (re)connect or refresh: 'master', 'slave', ... */

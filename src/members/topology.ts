@@ -1,7 +1,8 @@
 /**
  * What differs between kinds of member: where their keys and epochs are, how their server facts
  * are read, and whether our calls share one socket. One implementation per topology:
- * members/server.ts (a master, or a Sentinel-managed group) and members/cluster.ts.
+ * serverTopology in members/redis-member.ts (a master, or a Sentinel-managed group) and
+ * members/cluster.ts.
  */
 import type { ServerFacts } from '../store/server.js';
 

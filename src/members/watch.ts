@@ -1,17 +1,29 @@
 /**
  * The watch on what a member's server says about itself (INFO): its role, its run id, whether it
  * may evict. Read once per connection and every SERVER_REFRESH_MS, never per call: no round trip
- * is added to any lock operation.
+ * is added to any lock operation. What the member asks on every call (does it count, which
+ * server is it, which process does the connection reach) is worked out here once per reading,
+ * and read as fields.
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '../diagnostics.js';
-import { whyNotCounting, type ServerFacts } from '../store/server.js';
+import { serverIdentity, whyNotCounting, type ServerFacts } from '../store/server.js';
 
 /** What the server said about itself at its last (re)connect or refresh; undefined until then. */
 export interface ServerWatch {
   facts: ServerFacts | undefined;
+  /** Why the server must not count, by `facts` (whyNotCounting); undefined when it may, or before a reading. */
+  why: string | undefined;
+  /** What names the server for the duplicate check, by `facts` (serverIdentity); undefined before a reading. */
+  identity: string | undefined;
   /** The connection was lost since `facts` were read: they may be another process's now. */
   stale: boolean;
+  /**
+   * The run id of the process the client's own connection reaches, as its last reading said;
+   * undefined before one, and after a lost connection until the next (it may have come back to
+   * another process: until INFO names it, nothing may assume which one).
+   */
+  runId: string | undefined;
   /**
    * How many times the client's connection became ready: a reply to a call made before the last
    * change may come from another server process (ioredis re-sends unanswered calls after a reconnect).
@@ -36,7 +48,7 @@ const SERVER_REFRESH_MS = 10_000;
 /**
  * INFO at connect, at every reconnect and every SERVER_REFRESH_MS: the role, the run id (which
  * identifies a server however it is addressed, for the duplicate check) and the eviction policy.
- * `readFacts` reads them (members/server.ts, members/cluster.ts); undefined when the client
+ * `readFacts` reads them (serverTopology in members/redis-member.ts, members/cluster.ts); undefined when the client
  * cannot (then it is taken as a plain master).
  */
 export function watchServer(client: Redis | Cluster, id: string, logger: Logger, readFacts: (() => Promise<ServerFacts>) | undefined): ServerWatch {
@@ -45,7 +57,10 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
   let settleFirst!: () => void;
   const watch: ServerWatch = {
     facts: undefined,
+    why: undefined,
+    identity: undefined,
     stale: false,
+    runId: undefined,
     connections: client.status === 'ready' ? 1 : 0,
     firstReading: new Promise<void>((resolve) => (settleFirst = resolve)),
     listeners: new Set(),
@@ -61,10 +76,12 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
       .then(
         (facts) => {
           const why = whyNotCounting(facts);
-          if (why !== undefined && why !== (watch.facts && whyNotCounting(watch.facts)))
-            logger.warn({ member: id, why }, 'member will not count toward quorum');
+          if (why !== undefined && why !== watch.why) logger.warn({ member: id, why }, 'member will not count toward quorum');
           watch.facts = facts;
+          watch.why = why;
+          watch.identity = serverIdentity(facts);
           watch.stale = false;
+          watch.runId = facts.runId;
           for (const listener of watch.listeners) listener();
         },
         (error: Error) => logger.warn({ member: id, error: error.message }, 'could not read the member INFO (ACL: allow +info)'),
@@ -78,6 +95,7 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
   });
   client.on('close', () => {
     watch.stale = true;
+    watch.runId = undefined;
     for (const listener of watch.listeners) listener();
   });
   // In the background: the watch must never keep the process alive.

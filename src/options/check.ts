@@ -5,21 +5,11 @@
  */
 import { type Clock, driftMs, systemClock } from '../clock/index.js';
 import { memberId, type MemberClient } from '../members/id.js';
-import { isReservedName, RESERVED_NAMES } from '../store/keys.js';
+import { clusterPrefixWorks, isReservedName, RESERVED_NAMES, slotOf } from '../store/keys.js';
 import { argumentError } from '../errors.js';
-import type { Logger } from '../diagnostics.js';
-import { clusterPrefixWorks, slotOf } from '../store/slots.js';
+import { silentLogger, type Logger } from '../diagnostics.js';
 import { checkOptionNames, operatorOptionNames, redlockOptionNames } from './names.js';
-import {
-  defaults,
-  MAX_TTL_MS,
-  silentLogger,
-  type AcquireOptions,
-  type AttemptPolicy,
-  type OperatorOptions,
-  type RedlockOptions,
-  type Settings,
-} from './settings.js';
+import { defaults, MAX_TTL_MS, type AcquireOptions, type AttemptPolicy, type OperatorOptions, type RedlockOptions, type Settings } from './settings.js';
 
 function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
@@ -279,7 +269,7 @@ export function checkFenceFloor(value: unknown): number {
 /** An operator call's options (trustMembers, restoreFencing): its per-member deadline, ms. */
 export function checkOperatorOptions(options: OperatorOptions | undefined): number {
   checkOptionsObject(options);
-  checkOptionNames(options, operatorOptionNames);
+  if (options !== undefined) checkOptionNames(options, operatorOptionNames);
   const timeoutMs = options?.timeoutMs === undefined ? 10_000 : checkNumber('timeoutMs', options.timeoutMs, { min: 1 });
   if (timeoutMs > 600_000) throw argumentError(RangeError, 'timeoutMs', `must be in [1, 600000] ms, got ${show(options?.timeoutMs)}`);
   return timeoutMs;

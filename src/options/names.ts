@@ -124,10 +124,10 @@ export const observeOptionNames = names('election.observe()', ['signal'], perCal
 
 /**
  * Refuses any name in `options` that `allowed` does not take. Only for objects already checked to
- * be objects (checkOptionsObject). for-in, not Object.keys: no array per call.
+ * be objects (checkOptionsObject); a call without options has no names to check, and does not
+ * come here. for-in, not Object.keys: no array per call.
  */
-export function checkOptionNames(options: object | undefined, allowed: OptionNames): void {
-  if (options === undefined) return;
+export function checkOptionNames(options: object, allowed: OptionNames): void {
   for (const name in options) if (!allowed.names.has(name)) throw unknownOption(name, allowed);
 }
 

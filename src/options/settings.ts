@@ -115,18 +115,6 @@ export const defaults = {
 /** Redis accepts larger PX values, but Node timers (auto-extension) do not go beyond this. */
 export const MAX_TTL_MS = 2_147_483_647;
 
-const silent = (): void => {};
-export const silentLogger: Logger = { debug: silent, info: silent, warn: silent, error: silent };
-
-/**
- * Whether `logger` wants debug lines: not the silent default, nor a pino logger set above debug.
- * Asked per line (a pino logger's level may change at run time), so that the hot path builds no
- * log object, and no vote description, that nobody reads.
- */
-export function debugging(logger: Logger): boolean {
-  return logger !== silentLogger && ((logger as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.('debug') ?? true);
-}
-
 export interface AttemptPolicy {
   fencing: boolean;
   /** A shared (read) lock (AcquireOptions.shared). */

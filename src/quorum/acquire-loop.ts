@@ -9,17 +9,20 @@
  *   try → stopped (no whole nodeTimeout left in the budget), or aborted (the signal)
  *
  * The waiting between attempts (lines of waiters, wake-ups, hand-overs) is behind one interface,
- * `Waiting` (wait.ts), which also says where each attempt stands in line. This file keeps the
- * retry policy and the record: the budget, the attempts made, the last rollback, the events.
+ * `Waiting` (wait.ts), which also says where each attempt stands in line. It starts at the first
+ * refusal (until then the attempt is out of line), or with the first attempt when the Redlock
+ * listens already. This file keeps the retry policy and the record: the budget, the attempts
+ * made, the last rollback, the events.
  *
  * Every acquire ends within its budget (plus the last rollback, itself bounded by nodeTimeout): no
  * round outlives the time left (a member silent for nodeTimeout times out sooner), and no wait
  * runs past the budget.
  */
 import { driftMs } from '../clock/index.js';
-import { channels, publish } from '../diagnostics.js';
+import { channels, debugging } from '../diagnostics.js';
 import { LockAcquireError, type AttemptRecord } from '../errors.js';
-import { debugging } from '../options/settings.js';
+import { newWaiterId } from '../store/keys.js';
+import { sharedName } from '../store/protocol.js';
 import { attemptLock, type AttemptRequest, type LockTarget, type Refused, type Win } from './attempt.js';
 import { describeVotes } from './votes.js';
 import { WaitInLine, type Kept, type Waiting, type WaitingSpec } from './wait.js';
@@ -32,40 +35,50 @@ import { WaitInLine, type Kept, type Waiting, type WaitingSpec } from './wait.js
 export type Won = Win & { inLineAs?: string | undefined; abandoned?: string | undefined };
 
 /** One acquire: what it locks, where, under which policy, and the Redlock's wake-ups. */
-export interface RetryRequest extends Omit<WaitingSpec, 'lockId' | 'budgetEnd'> {
+export interface RetryRequest extends Omit<WaitingSpec, 'place' | 'budgetEnd'> {
+  /** The votes that win a round on `members` (quorumOf, known to the Redlock: LockContext). */
+  quorum: number;
   /** Names this acquire in events and in line: unique, not secret. A new waiter id by default. */
   lockId?: string | undefined;
 }
 
 export async function acquireWithRetries(request: RetryRequest): Promise<Won> {
-  const { members, settings, resources, ttl, policy } = request;
-  const lockId = request.lockId ?? request.notifications.newWaiterId();
+  const { members, quorum, settings, resources, ttl, policy } = request;
+  const lockId = request.lockId ?? newWaiterId(request.notifications.listener);
   const run = new AcquireRun(request, lockId);
-  const waiting: Waiting = new WaitInLine({ ...request, lockId, budgetEnd: run.budgetEnd });
-  const target: LockTarget = { members, settings, resources, ttl, fencing: policy.fencing, shared: policy.shared, signal: policy.signal };
+  const target: LockTarget = { members, quorum, settings, resources, ttl, fencing: policy.fencing, shared: policy.shared, signal: policy.signal };
+  // One place for the whole acquire, its ticket read as it arrives: the order of arrival decides
+  // who is next. A shared caller's is marked as such (protocol.ts, SHARED_MARK): readers at the
+  // head of a line enter together, and none passes a writer that arrived before it.
+  const place = { id: policy.shared ? sharedName(lockId) : lockId, ticket: settings.clock.epochMs() };
+  const outOfLine = { waiter: { ...place, leaseMs: 0 }, handover: undefined };
+  const startWaiting = (watching: boolean): Waiting => new WaitInLine({ ...request, place, budgetEnd: run.budgetEnd }, watching);
+  // In line from the first attempt only when the Redlock listens already (wait.ts says why).
+  let waiting = policy.retryCount > 0 && request.notifications.listening ? startWaiting(true) : undefined;
   try {
     for (let attempt = 1; ; attempt++) {
       // try
       policy.signal?.throwIfAborted();
       const deadlines = run.deadlines(attempt);
       if (!deadlines) throw await run.stopped('wait budget exhausted');
-      const result = await attemptLock({ ...target, deadlines, ...waiting.next(attempt) });
-      if (result.won) return run.won(result, attempt, waiting.kept(result.value));
+      const result = await attemptLock({ ...target, deadlines, ...(waiting?.next(attempt) ?? outOfLine) });
+      if (result.won) return run.won(result, attempt, waiting?.kept(result.value));
       // refused
       run.refused(attempt, result);
       if (attempt > policy.retryCount) throw await run.stopped('retries exhausted');
       // wait(reason), then try again, unless a majority handed the lock over meanwhile
+      waiting ??= startWaiting(false);
       const handed = await waiting.wait(result);
       if (handed) return run.won(handed, attempt, waiting.kept(handed.value), true);
     }
   } catch (error) {
     // Rejecting (retries or budget used up, aborted): nothing this call set may be left behind.
     await run.rollback;
-    waiting.leave();
+    waiting?.leave();
     run.failed(error);
     throw error;
   } finally {
-    waiting.close();
+    waiting?.close();
   }
 }
 
@@ -126,16 +139,17 @@ class AcquireRun {
     const elapsedMs = () => clock.now() - this.#begin;
     if (debugging(logger)) logger.debug({ resources, attempt, elapsedMs: elapsedMs(), remainingMs: result.deadline - clock.now() }, 'lock acquired');
     const { fence } = result;
-    publish(channels.acquireEnd, () => ({
-      lockId: this.#lockId,
-      resources,
-      ttl,
-      acquired: true,
-      elapsedMs: elapsedMs(),
-      attempts: attempt,
-      fence,
-      ...(handed ? { handedOver: true as const } : {}),
-    }));
+    if (channels.acquireEnd.hasSubscribers)
+      channels.acquireEnd.publish({
+        lockId: this.#lockId,
+        resources,
+        ttl,
+        acquired: true,
+        elapsedMs: elapsedMs(),
+        attempts: attempt,
+        fence,
+        ...(handed ? { handedOver: true as const } : {}),
+      });
     return kept ? { ...result, ...kept } : result;
   }
 
@@ -153,14 +167,15 @@ class AcquireRun {
     const { settings, resources, ttl } = this.#request;
     const outcome = error instanceof LockAcquireError ? error.outcome : 'aborted';
     const attempts = this.#attempts.length;
-    publish(channels.acquireEnd, () => ({
-      lockId: this.#lockId,
-      resources,
-      ttl,
-      acquired: false,
-      elapsedMs: settings.clock.now() - this.#begin,
-      attempts,
-      outcome,
-    }));
+    if (channels.acquireEnd.hasSubscribers)
+      channels.acquireEnd.publish({
+        lockId: this.#lockId,
+        resources,
+        ttl,
+        acquired: false,
+        elapsedMs: settings.clock.now() - this.#begin,
+        attempts,
+        outcome,
+      });
   }
 }

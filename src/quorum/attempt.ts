@@ -4,16 +4,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { deadlineOf, driftMs } from '../clock/index.js';
-import { channels, publish } from '../diagnostics.js';
+import { channels } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
 import type { AcquireRequest, Member, Open } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { fenceToken, type Fence, type FenceView } from './fence.js';
 import { rollback } from './release.js';
-import { runRound, type RoundResult } from './round.js';
+import { isLocked, runRound, type RoundResult } from './round.js';
 import { memberStamp, sharedName, type HandoverRequest, type Waiter } from '../store/protocol.js';
 import { quorumOf } from '../tally.js';
-import { isLocked, type Answered, type LockAnswer, type MemberVote } from './votes.js';
+import type { Answered, LockAnswer, MemberVote } from './votes.js';
 
 const POOL_VALUES = 256;
 let pool = Buffer.alloc(0);
@@ -53,6 +53,8 @@ export type Refused = Extract<AttemptResult, { won: false }>;
 /** What one acquire locks, and where: the same for each of its attempts. */
 export interface LockTarget {
   members: readonly Member[];
+  /** The votes that win a round on `members` (quorumOf, known to the Redlock: LockContext). */
+  quorum: number;
   settings: Settings;
   resources: readonly string[];
   ttl: number;
@@ -85,7 +87,8 @@ function acquireSender(resources: readonly string[], request: AcquireRequest, vi
           return { vote: result.why, heldForMs: result.heldForMs, place: result.place, holdsOwn: result.holdsOwn, handedOver: result.handedOver };
         if (result.fence) view.readings[index] = result.fence;
         if (result.quarantinedForMs === 0) return 'locked';
-        publish(channels.quarantine, () => ({ member: member.id, quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting }));
+        if (channels.quarantine.hasSubscribers)
+          channels.quarantine.publish({ member: member.id, quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting });
         return { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting };
       });
 }
@@ -107,18 +110,19 @@ export function failureOutcome(won: boolean, votes: readonly MemberVote[]): Atte
 
 /** One attempt: won, or refused with its outcome and the rollback already on its way. */
 export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResult> {
-  const { members, settings, resources, ttl, fencing, signal, handover } = attempt;
+  const { members, quorum, settings, resources, ttl, fencing, signal, handover } = attempt;
   const { clock } = settings;
   const value = attempt.shared ? sharedName(newLockValue()) : newLockValue();
   const request: AcquireRequest = { value, ttlMs: ttl, waiter: attempt.waiter, quarantineMs: settings.quarantine ? settings.maxLockTtl : 0, fencing, handover };
   const view: FenceView = { readings: [], epochs: [] };
-  const held = { members, settings, resources, value };
+  const held = { members, quorum, settings, resources, value };
   let round: RoundResult<LockAnswer>;
   let fenced: Fence | undefined;
   try {
     round = await runRound({
       operation: 'acquire',
       members,
+      quorum,
       send: acquireSender(resources, request, view),
       counts: isLocked,
       ...attempt.deadlines,

@@ -122,6 +122,8 @@ export function decideExtension(round: RoundResult<ExtendAnswer>, previousDeadli
 /** An extend: the held lock (its value on its resources, on these members), the new ttl, and the deadline that holds now. */
 export interface ExtendRequest {
   members: readonly Member[];
+  /** The votes that win a round on `members` (quorumOf). */
+  quorum: number;
   settings: Pick<Settings, 'nodeTimeout' | 'clock' | 'driftFactor'>;
   resources: readonly string[];
   value: string;
@@ -135,11 +137,12 @@ export interface ExtendRequest {
  * The caller checks that the previous deadline lies ahead.
  */
 export async function extendOn(request: ExtendRequest): Promise<ExtendResult> {
-  const { members, settings, resources, value, ttl, previousDeadline } = request;
+  const { members, quorum, settings, resources, value, ttl, previousDeadline } = request;
   const { clock } = settings;
   const round = await runRound<ExtendAnswer>({
     operation: 'extend',
     members,
+    quorum,
     send: extendSender(resources, value, ttl),
     counts: (answer) => answer === 'locked',
     timeoutMs: Math.min(settings.nodeTimeout, previousDeadline - clock.now()),

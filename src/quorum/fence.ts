@@ -4,9 +4,8 @@
 import type { Member } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { isShared } from '../store/protocol.js';
-import { runRound } from './round.js';
-import { quorumOf } from '../tally.js';
-import { isLocked, type LockAnswer } from './votes.js';
+import { isLocked, runRound } from './round.js';
+import type { LockAnswer } from './votes.js';
 
 /** What a member's acquire answer said about the lock's fence counters; undefined where it was not read. */
 export type FenceReading = { highest: number; trusted: boolean } | undefined;
@@ -24,6 +23,8 @@ export interface FenceView {
 /** The lock a token is issued for: its value on its resources, on these members, just won. */
 export interface FencedLock {
   members: readonly Member[];
+  /** The votes that win a round on `members` (quorumOf). */
+  quorum: number;
   settings: Pick<Settings, 'nodeTimeout' | 'clock'>;
   resources: readonly string[];
   value: string;
@@ -75,7 +76,7 @@ export interface Fence {
  * (README, "Fencing").
  */
 export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): Promise<Fence | undefined> {
-  const { members, settings, resources, value, signal } = lock;
+  const { members, quorum, settings, resources, value, signal } = lock;
   const { readings, epochs } = view;
   // `readings` has holes where members were not waited for: for...of reads them as undefined.
   let proposed = 1;
@@ -92,6 +93,7 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
     const round = await runRound<LockAnswer>({
       operation: 'fence',
       members,
+      quorum,
       send: (member, index, open) =>
         member.fence(resources, { value, token: proposed, mode: 'propose', epoch: epochs[index] ?? '' }, open).then((reply) => {
           highest = Math.max(highest, reply.highest);
@@ -110,7 +112,7 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
         // The floor for members whose epoch is not complete: the max over a quorum of complete
         // members, read in this round (sent after their epochs were known past quarantine).
         const maxima = completeMax.filter((max): max is number => max !== undefined);
-        const floor = maxima.length >= quorumOf(members.length) ? Math.max(token, ...maxima) : undefined;
+        const floor = maxima.length >= quorum ? Math.max(token, ...maxima) : undefined;
         members.forEach((member, index) => {
           const epoch = knownBefore[index];
           const settled = round.votes[index]!.vote === 'locked' && completeMax[index] !== undefined;

@@ -9,6 +9,7 @@
  */
 import type { Clock } from '../clock/index.js';
 import type { Member } from '../members/member.js';
+import { quorumOf } from '../tally.js';
 import { runRound, type RoundSpec } from './round.js';
 
 /** What a round reads of a member besides sending to it: its name and whether its answers count. */
@@ -41,6 +42,8 @@ export async function onEveryMember<M extends RoundMember, T>(spec: OperatorCall
     operation: spec.operation,
     // The round reads only RoundMember's fields of a member; sending is `call`'s.
     members: spec.members as unknown as readonly Member[],
+    // Every member is heard and reported; what a quorum of them says is the caller's to judge.
+    quorum: quorumOf(spec.members.length),
     send: (member, index) =>
       spec.call(member as unknown as M).then((value) => {
         values.set(index, value);

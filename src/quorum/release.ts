@@ -18,6 +18,11 @@ const answered = (vote: string) => vote === 'released' || vote === 'absent';
 /** Whose keys a release deletes: `value`'s, on `resources`, on these members. */
 export interface ReleaseTarget {
   members: readonly Member[];
+  /**
+   * The votes of `members` that free the lock (quorumOf of all the lock's members: a rollback
+   * sent to some of them still counts against the whole).
+   */
+  quorum: number;
   settings: Pick<Settings, 'nodeTimeout' | 'clock'>;
   resources: readonly string[];
   value: string;
@@ -46,6 +51,7 @@ export function releaseOn(request: ReleaseRequest): Promise<RoundResult<ReleaseA
   return runRound<ReleaseAnswer>({
     operation: 'release',
     members: request.members,
+    quorum: request.quorum,
     send: (member) => member.release(resources, call).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
     counts: answered,
     timeoutMs: settings.nodeTimeout,

@@ -31,8 +31,24 @@ import type { Clock } from '../clock/index.js';
 import { channels } from '../diagnostics.js';
 import { QuorumlockError } from '../errors.js';
 import type { Member, Open } from '../members/member.js';
-import { decide, quorumOf } from '../tally.js';
-import type { Answered, MemberVote } from './votes.js';
+import type { Answered, LockAnswer, MemberVote } from './votes.js';
+
+/** The answer that counts toward quorum in acquire, extend and fence rounds. */
+export const isLocked = (answer: LockAnswer): boolean => answer === 'locked';
+
+/** 'won': quorum reached. 'lost': too many no's for quorum to be reached. 'open': keep waiting. */
+export type Decision = 'won' | 'lost' | 'open';
+
+/**
+ * Where a round of `memberCount` members stands after `yes` votes that count and `no` others,
+ * when `quorum` yes win it (quorumOf, src/tally.ts: a strict majority). Pure, so it can be
+ * checked exhaustively.
+ */
+export function decide(yes: number, no: number, memberCount: number, quorum: number): Decision {
+  if (yes >= quorum) return 'won';
+  if (memberCount - no < quorum) return 'lost';
+  return 'open';
+}
 
 /**
  * The error a vote keeps: ours as it is; any other, its name, message and code, nothing else. ioredis hangs the failed
@@ -54,6 +70,11 @@ export interface RoundSpec<Answer extends string> {
   /** What the round does, for the vote events ('read': election.leader(), a semaphore's permits; 'announce': an election's leader record). */
   operation: 'acquire' | 'extend' | 'release' | 'fence' | 'trust' | 'restore' | 'read' | 'announce';
   members: readonly Member[];
+  /**
+   * The yes votes that win the round: the members' quorum (quorumOf), which the caller knows from
+   * its context (a Redlock computes it once: LockContext), rather than the round per call.
+   */
+  quorum: number;
   /** `open()`: whether this round still waits for the answer (members/epochs.ts sends a refused call again only then). */
   send(member: Member, index: number, open: Open): Promise<Answered<Answer>>;
   /** Whether an answer counts toward quorum. */
@@ -217,7 +238,7 @@ class Round<Answer extends string> {
 
   #record(index: number, vote: MemberVote<Answer>): void {
     if (this.#closed) return; // a straggler after the decision changes nothing
-    // Checked here rather than through publish(): no closure per vote when nobody listens.
+    // Checked first, as every publisher does: nothing is built for the event when nobody listens.
     if (channels.vote.hasSubscribers) channels.vote.publish({ operation: this.#spec.operation, ...vote });
     this.#count(index, vote);
     this.#settleIfDecided();
@@ -246,8 +267,8 @@ class Round<Answer extends string> {
   }
 
   #settleIfDecided(): void {
-    const { members, waitForAll } = this.#spec;
-    const settled = waitForAll ? this.#yesCount + this.#noCount === members.length : decide(this.#yesCount, this.#noCount, members.length) !== 'open';
+    const { members, waitForAll, quorum } = this.#spec;
+    const settled = waitForAll ? this.#yesCount + this.#noCount === members.length : decide(this.#yesCount, this.#noCount, members.length, quorum) !== 'open';
     if (settled) this.#settle();
   }
 
@@ -255,7 +276,7 @@ class Round<Answer extends string> {
   #settle(): void {
     this.#close(() =>
       this.#resolve({
-        won: this.#yesCount >= quorumOf(this.#spec.members.length),
+        won: this.#yesCount >= this.#spec.quorum,
         votes: this.#votes,
         startedAt: this.#startedAt,
         elapsedMs: this.#spec.clock.now() - this.#startedAt,

@@ -2,15 +2,10 @@
  * What one member said in one round. Every outcome is data, so errors, logs and metrics all read
  * the same record.
  */
-import type { LockAnswer } from '../errors.js';
-
 // The vote records and their wording are defined with the errors that carry them (src/errors.ts
 // imports nothing, so every layer can read them); the algorithm takes them from here as before.
 export type { LockAnswer, ReleaseAnswer, NoAnswer, MemberVote } from '../errors.js';
 export { describeVotes } from '../errors.js';
-
-/** The answer that counts toward quorum in acquire, extend and fence rounds. */
-export const isLocked = (answer: LockAnswer): boolean => answer === 'locked';
 
 /** What a round's `send` may resolve with: the answer alone, or with details. */
 export type Answered<Answer extends string> =

@@ -5,7 +5,8 @@
  * (waiting/notifications.ts) and the hand-overs (handover.ts).
  *
  * The first attempt does not join the line, so an uncontended acquire costs one script call and
- * nothing after. When it is refused, the waiter subscribes to release announcements and tries
+ * nothing after: the loop starts the waiting (a WaitInLine) only at the first refusal, and sends
+ * the first attempt out of line itself. When it is refused, the waiter subscribes to release announcements and tries
  * again at once, this time taking its place in line by its arrival ticket. From then on it sleeps
  * until a majority of members name it first in line after a release (or hand it the lock), or
  * until the timed retry (retryDelay ± jitter, sooner if it is first and the holder's key expires
@@ -15,7 +16,6 @@
 import { deadlineOf, driftMs } from '../clock/index.js';
 import type { Member } from '../members/member.js';
 import type { AttemptPolicy, Settings } from '../options/settings.js';
-import { sharedName } from '../store/protocol.js';
 import { quorumOf } from '../tally.js';
 import { leaseFor, LineTurns, type Waiter } from '../waiting/line.js';
 import type { Notifications, Watch } from '../waiting/notifications.js';
@@ -100,10 +100,13 @@ export interface WaitingSpec {
   resources: readonly string[];
   ttl: number;
   policy: AttemptPolicy;
-  /** The Redlock's wake-ups: its subscriber connections, and its waiter ids. */
+  /** The Redlock's wake-ups: its subscriber connections, and its listener (the waiter ids' prefix). */
   notifications: Notifications;
-  /** Names the acquire in line: unique, not secret. */
-  lockId: string;
+  /**
+   * The acquire's place, but for the lease: its waiter id (unique, not secret: the lockId, marked
+   * when shared: protocol.ts, SHARED_MARK) and its arrival ticket, read when the acquire began.
+   */
+  place: Omit<Waiter, 'leaseMs'>;
   /** When the acquire's wait budget ends, on the settings' clock: no wait runs past it. */
   budgetEnd: number;
 }
@@ -122,20 +125,21 @@ export class WaitInLine implements Waiting {
   #joined = false;
   #inLine = false;
 
-  constructor(spec: WaitingSpec) {
+  /**
+   * `watching`: listen from the start. A Redlock that waited before is still listening (its
+   * subscription stays: notifications.ts): then the acquire watches from the start and its first
+   * attempt takes its place in line at once, since a release that falls right after it is heard.
+   * Otherwise the first attempt stays out of line, this waiting starts at its refusal, and the
+   * second attempt joins once subscribed ('subscribe').
+   */
+  constructor(spec: WaitingSpec, watching: boolean) {
     const { settings, policy, resources } = spec;
     this.#spec = spec;
     const leaseMs = leaseFor(policy, settings.nodeTimeout);
-    // A shared caller's place in line is marked as such (protocol.ts, SHARED_MARK): readers at the
-    // head of a line enter together, and none passes a writer that arrived before it.
-    this.#waiter = { id: policy.shared ? sharedName(spec.lockId) : spec.lockId, ticket: settings.clock.epochMs(), leaseMs };
-    this.#outOfLine = { id: this.#waiter.id, ticket: this.#waiter.ticket, leaseMs: 0 };
-    // A Redlock that waited before is still listening (its subscription stays: notifications.ts):
-    // then this acquire watches from the start and its first attempt takes its place in line at
-    // once, since a release that falls right after it is heard. Otherwise the first attempt stays
-    // out of line, and the second joins once subscribed ('subscribe').
+    this.#waiter = { ...spec.place, leaseMs };
+    this.#outOfLine = { ...spec.place, leaseMs: 0 };
     const waits = policy.retryCount > 0;
-    this.#watch = waits && spec.notifications.listening ? spec.notifications.watch(this.#waiter.id) : undefined;
+    this.#watch = waits && watching ? spec.notifications.watch(this.#waiter.id) : undefined;
     this.#handover = waits && handsOver(resources, policy, spec.ttl, leaseMs) ? new Handover() : undefined;
     this.#turns = new LineTurns(resources.length, leaseMs, settings.maxLockTtl);
   }

@@ -95,7 +95,7 @@ export class Semaphore {
     this.name = name;
     this.permits = permits;
     this.#keys = Object.freeze(Array.from({ length: permits }, (_, index) => permitResource(name, index)));
-    // Frozen, one array per permit: the members cache their keys on the array (members/server.ts).
+    // Frozen, one array per permit: the members cache their keys on the array (members/redis-member.ts, serverTopology).
     this.#resources = Object.freeze(this.#keys.map((key) => Object.freeze([key])));
     this.#offset = Math.floor(Math.random() * permits);
   }
@@ -110,7 +110,7 @@ export class Semaphore {
     const { settings } = this.#host.context;
     checkTtl(ttl, settings);
     const policy = checkAcquireOptions(options, settings);
-    checkOptionNames(options, semaphoreAcquireOptionNames);
+    if (options !== undefined) checkOptionNames(options, semaphoreAcquireOptionNames);
     return this.#acquire(ttl, policy);
   }
 
@@ -123,7 +123,7 @@ export class Semaphore {
     if (typeof work !== 'function') throw argumentError(TypeError, 'work', `must be a function, got ${work === null ? 'null' : typeof work}`);
     const { settings } = this.#host.context;
     checkOptionsObject(options);
-    checkOptionNames(options, semaphoreUsingOptionNames);
+    if (options !== undefined) checkOptionNames(options, semaphoreUsingOptionNames);
     checkTtl(ttl, settings);
     const threshold = checkExtendThreshold(options?.extendThreshold, ttl, settings);
     const maxExtensions = checkMaxExtensions(options?.maxExtensions);

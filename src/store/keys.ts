@@ -15,7 +15,7 @@
  *                             the line
  * Per member (one per hash slot on a Cluster: quorumlock:epoch:{tag}):
  *   quorumlock:epoch          the epoch hash (EPOCH_FIELDS, and fence:<name> per resource)
- * Per Redlock (its waiters' ids are <listener>.<n>: src/waiting/line.ts):
+ * Per Redlock (a listener: its waiters' ids are <listener>.<n>, newWaiterId):
  *   quorumlock:waiter:<listener>  the channel a release announces "you are first in line" on,
  *                             the message naming the waiter
  * Per election `name` (src/election/):
@@ -24,8 +24,47 @@
  * Per semaphore `name` (src/semaphore/), for each permit i:
  *   quorumlock:semaphore:{name}:permit:<i>              permit i's lock key (permitResource), with its companions
  */
+import { randomBytes } from 'node:crypto';
 import { isShared, SHARED_MARK } from './protocol.js';
-import { allSlotTags, companionKey, slotOf, tagOfSlot } from './slots.js';
+import { allSlotTags, slotOfHashed, tagOfSlot } from './slots.js';
+
+/**
+ * The hash tag of `key` by Redis' rule: the text between the first `{` and the first `}` after
+ * it, when not empty; undefined when the key has none (then the whole key is hashed).
+ */
+export function hashTagOf(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open === -1) return undefined;
+  const close = key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : undefined;
+}
+
+/** The cluster slot of `key` (0..16383), as Redis computes it (CLUSTER KEYSLOT): of its hash tag, or of the whole key. */
+export function slotOf(key: string): number {
+  return slotOfHashed(hashTagOf(key) ?? key);
+}
+
+/**
+ * A key for `key`'s companion data (`suffix`) in the same slot as `key`, once the client's
+ * keyPrefix is put in front of both. Keys whose full name has a hash tag keep it (the suffix is
+ * appended); others are wrapped in braces, which hashes the same text; when that cannot work (a
+ * prefix outside the braces, a stray `}`), the key borrows its slot's tag instead. A prefix with
+ * a `{` but no complete tag is refused up front (see checkClusterPrefix).
+ */
+export function companionKey(key: string, suffix: string, prefix = ''): string {
+  const full = prefix + key;
+  if (hashTagOf(full) !== undefined) return `${key}:${suffix}`;
+  if (prefix === '' && !key.includes('}')) return `{${key}}:${suffix}`;
+  return `{${tagOfSlot(slotOf(full))}}:${suffix}:${key}`;
+}
+
+/**
+ * Whether keys built with `companionKey` land in their key's slot under this keyPrefix: a prefix
+ * without `{`, or with a complete hash tag (then every key is in that tag's slot).
+ */
+export function clusterPrefixWorks(prefix: string): boolean {
+  return !prefix.includes('{') || hashTagOf(prefix) !== undefined;
+}
 
 /** The prefix of quorumlock's own names: the epoch hashes and the waiter channels. */
 export const RESERVED_PREFIX = 'quorumlock:';
@@ -136,10 +175,29 @@ export function readersKeysIn(keys: readonly string[], resourceCount: number): r
   return keys.slice(3 * resourceCount, 4 * resourceCount);
 }
 
+/** Unique, not secret: a random prefix per process, then a counter per listener and per waiter. */
+const processToken = randomBytes(9).toString('base64url');
+let listenerCount = 0;
+let waiterCount = 0;
+
+/** A listener (one per Redlock): the channel its waiters are woken on (listenerChannel). */
+export function newListener(): string {
+  return `${processToken}.${(++listenerCount).toString(36)}`;
+}
+
+/**
+ * A new waiter id of `listener`'s, `<listener>.<n>`: its listener is the part before the last '.'
+ * (waiterChannel). It names one acquire in the lines of waiters, in events and logs, and the lock
+ * it wins (`lock.id`).
+ */
+export function newWaiterId(listener: string): string {
+  return `${listener}.${(++waiterCount).toString(36)}`;
+}
+
 /**
  * The channel on which members tell a waiter it is first in line after a release, the message
  * being its id: the channel of the waiter's listener (one per Redlock), the id up to its last '.'
- * (line.ts makes ids `<listener>.<n>`), without a shared waiter's SHARED_MARK. One subscription
+ * (newWaiterId makes ids `<listener>.<n>`), without a shared waiter's SHARED_MARK. One subscription
  * per Redlock and member serves all its waiters, and a release still sends one message per member
  * to the one waiter it wakes. _keys.lua (notify) makes the same channel from the same id.
  */

@@ -1,7 +1,7 @@
 /**
- * Redis Cluster hash slots, for members that are clusters. A script runs on one node and may
- * only touch keys of one slot, so every key a call sends (lock keys, their lines, the epoch) must
- * hash to the same slot; these helpers name keys so that they do.
+ * Redis Cluster hash slots, the arithmetic: the CRC16 slot of a text, and a short tag for each
+ * slot. Which part of a key is hashed (its hash tag), the slot of a key, and the names that keep
+ * companion keys in their key's slot are key naming: store/keys.ts.
  */
 
 const SLOTS = 16384;
@@ -21,19 +21,11 @@ function crc16(bytes: Uint8Array): number {
 }
 
 /**
- * The hash tag of `key` by Redis' rule: the text between the first `{` and the first `}` after
- * it, when not empty; undefined when the key has none (then the whole key is hashed).
+ * The slot (0..16383) of exactly `hashed`, the part of a key Redis hashes (keys.ts, slotOf,
+ * picks it by the hash-tag rule).
  */
-export function hashTagOf(key: string): string | undefined {
-  const open = key.indexOf('{');
-  if (open === -1) return undefined;
-  const close = key.indexOf('}', open + 1);
-  return close > open + 1 ? key.slice(open + 1, close) : undefined;
-}
-
-/** The cluster slot of `key` (0..16383), as Redis computes it (CLUSTER KEYSLOT). */
-export function slotOf(key: string): number {
-  return crc16(Buffer.from(hashTagOf(key) ?? key)) % SLOTS;
+export function slotOfHashed(hashed: string): number {
+  return crc16(Buffer.from(hashed)) % SLOTS;
 }
 
 let tags: string[] | undefined;
@@ -48,7 +40,8 @@ export function tagOfSlot(slot: number): string {
     let missing = SLOTS;
     for (let counter = 0; missing > 0; counter++) {
       const tag = counter.toString(36);
-      const at = slotOf(tag);
+      // A base-36 counter has no braces: the whole of it is hashed.
+      const at = slotOfHashed(tag);
       if (found[at] === undefined) {
         found[at] = tag;
         missing--;
@@ -63,26 +56,4 @@ export function tagOfSlot(slot: number): string {
 export function allSlotTags(): string[] {
   tagOfSlot(0);
   return tags!.slice();
-}
-
-/**
- * A key for `key`'s companion data (`suffix`) in the same slot as `key`, once the client's
- * keyPrefix is put in front of both. Keys whose full name has a hash tag keep it (the suffix is
- * appended); others are wrapped in braces, which hashes the same text; when that cannot work (a
- * prefix outside the braces, a stray `}`), the key borrows its slot's tag instead. A prefix with
- * a `{` but no complete tag is refused up front (see checkClusterPrefix).
- */
-export function companionKey(key: string, suffix: string, prefix = ''): string {
-  const full = prefix + key;
-  if (hashTagOf(full) !== undefined) return `${key}:${suffix}`;
-  if (prefix === '' && !key.includes('}')) return `{${key}}:${suffix}`;
-  return `{${tagOfSlot(slotOf(full))}}:${suffix}:${key}`;
-}
-
-/**
- * Whether keys built with `companionKey` land in their key's slot under this keyPrefix: a prefix
- * without `{`, or with a complete hash tag (then every key is in that tag's slot).
- */
-export function clusterPrefixWorks(prefix: string): boolean {
-  return !prefix.includes('{') || hashTagOf(prefix) !== undefined;
 }

@@ -8,25 +8,9 @@
  * multi-resource lock (so two such locks can never wait on each other in a cycle). Tickets come
  * from each client's wall clock: clocks that disagree make the order less fair, never unsafe.
  */
-import { randomBytes } from 'node:crypto';
 import type { Waiter } from '../store/protocol.js';
 
 export type { Waiter };
-
-/** Unique, not secret: a random prefix per process, then a counter per listener and per waiter. */
-const processToken = randomBytes(9).toString('base64url');
-let listenerCount = 0;
-let waiterCount = 0;
-
-/** A listener (one per Redlock): the channel its waiters are woken on (keys.ts, waiterChannel). */
-export function newListener(): string {
-  return `${processToken}.${(++listenerCount).toString(36)}`;
-}
-
-/** `<listener>.<n>`: its listener is the part before the last '.'. */
-export function newWaiterId(listener: string): string {
-  return `${listener}.${(++waiterCount).toString(36)}`;
-}
 
 /**
  * A waiter comes back at least every retryDelay + retryJitter (plus a round): three of those, and

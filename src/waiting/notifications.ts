@@ -25,9 +25,8 @@ import type { Clock } from '../clock/index.js';
 import type { RedisMember } from '../members/redis-member.js';
 import type { Logger } from '../diagnostics.js';
 import { quorumOf } from '../tally.js';
-import { listenerChannel } from '../store/keys.js';
+import { listenerChannel, newListener } from '../store/keys.js';
 import { memberStamp, readWaiterMessage } from '../store/protocol.js';
-import { newListener, newWaiterId } from './line.js';
 
 /**
  * One waiter's ears: which members have named it first in line since the last reset, and which
@@ -201,13 +200,14 @@ class Subscriber {
   #nextReady: ReturnType<typeof deferred> | undefined;
   /** The subscription on the current connection, once asked for: every later wait reuses it. */
   #subscribed: Promise<unknown> | undefined;
-  /** Subscribed now: messages on the channel reach us. */
-  listening = false;
+  #listening = false;
 
   constructor(
     readonly connection: Redis,
     private readonly channel: string,
     private readonly onFailure: (error: Error) => void,
+    /** Called whenever `listening` changes. */
+    private readonly onListening: () => void,
   ) {
     // Ours instead (see the top of this file). The option is read at each reconnect, so setting
     // it here, before the connection can be ready, is in time. (duplicate({ autoResubscribe:
@@ -222,6 +222,17 @@ class Subscriber {
     connection.once('end', () => this.#nextReady?.reject(new Error('the subscriber connection ended')));
     // A lazyConnect client would otherwise never connect: we send nothing until it is ready.
     if (connection.status === 'wait') connection.connect().catch(() => undefined);
+  }
+
+  /** Subscribed now: messages on the channel reach us. */
+  get listening(): boolean {
+    return this.#listening;
+  }
+
+  set listening(now: boolean) {
+    if (now === this.#listening) return;
+    this.#listening = now;
+    this.onListening();
   }
 
   /** Resolves once the channel is subscribed; rejects when that cannot happen on this connection. */
@@ -266,19 +277,22 @@ class Subscriber {
 
 export class Notifications {
   readonly #members: readonly RedisMember[];
+  /** quorumOf(members.length): how many subscriptions make this Redlock's waiters heard. */
+  readonly #quorum: number;
   readonly #logger: Logger;
   readonly #subscribers: (Subscriber | undefined)[];
   /** Waiter id → its watch: every member's subscriber announces to the same ones (one channel). */
   readonly #watches = new Map<string, Watch>();
-  /** This Redlock's listener: its waiters' ids start with it, and its channel is theirs. */
-  readonly #listener = newListener();
-  readonly #channel = listenerChannel(this.#listener);
+  /** This Redlock's listener: its waiters' ids start with it (keys.ts, newWaiterId), and its channel is theirs. */
+  readonly listener = newListener();
+  readonly #channel = listenerChannel(this.listener);
   /** Per member: whether we listen for the end of the user's client already (once per member). */
   readonly #endHeard: boolean[];
   #closed = false;
 
   constructor(members: readonly RedisMember[], logger: Logger) {
     this.#members = members;
+    this.#quorum = quorumOf(members.length);
     this.#logger = logger;
     this.#subscribers = members.map(() => undefined);
     this.#endHeard = members.map(() => false);
@@ -289,18 +303,16 @@ export class Notifications {
    * earlier wait (the subscription stays). A waiter may then take its place in line on its first
    * attempt (quorum/wait.ts): a release right after that attempt is heard.
    */
-  get listening(): boolean {
+  listening = false;
+
+  /** Counted again whenever a subscriber starts or stops listening, not per acquire. */
+  #countListening(): void {
     let listening = 0;
     for (const subscriber of this.#subscribers) if (subscriber?.listening) listening++;
-    return listening >= quorumOf(this.#members.length);
+    this.listening = listening >= this.#quorum;
   }
 
-  /** A new waiter id of this Redlock's (line.ts): the members wake it on this Redlock's channel. */
-  newWaiterId(): string {
-    return newWaiterId(this.#listener);
-  }
-
-  /** Starts listening for the members' word that `waiterId` (one of newWaiterId's) is first in line after a release. */
+  /** Starts listening for the members' word that `waiterId` (a newWaiterId of `listener`'s) is first in line after a release. */
   watch(waiterId: string): Watch {
     const watch = new Watch(this.#members.length, () => {
       if (!this.#watches.delete(waiterId) || this.#watches.size > 0) return;
@@ -320,7 +332,7 @@ export class Notifications {
     const subscribed = this.#members.map((_, index) => this.#subscriber(index).subscribe());
     // A waiter needs a majority of announcements, so a majority of subscriptions is enough: a
     // member that is down must not hold up every waiter.
-    watch.ready = atLeast(quorumOf(subscribed.length), subscribed).catch((error: Error) =>
+    watch.ready = atLeast(this.#quorum, subscribed).catch((error: Error) =>
       this.#logger.debug({ error: error.message }, 'could not subscribe on a majority; waiting by timed retries'),
     );
     return watch;
@@ -338,8 +350,11 @@ export class Notifications {
     const member = this.#members[index]!;
     const watches = this.#watches;
     const connection = member.subscriber(() => !this.#closed && watches.size > 0);
-    const subscriber = new Subscriber(connection, this.#channel, (error) =>
-      this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries'),
+    const subscriber = new Subscriber(
+      connection,
+      this.#channel,
+      (error) => this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries'),
+      () => this.#countListening(),
     );
     connection.on('error', (error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'subscriber connection error'));
     connection.on('message', (channel: string, message: string) => {
@@ -352,7 +367,9 @@ export class Notifications {
     // A connection that gave up on its own (the user's retryStrategy said stop) is replaced on the
     // next need; the new one subscribes to every channel still watched.
     connection.once('end', () => {
-      if (this.#subscribers[index] === subscriber) this.#subscribers[index] = undefined;
+      if (this.#subscribers[index] !== subscriber) return;
+      this.#subscribers[index] = undefined;
+      this.#countListening();
     });
     // The user quitting their client ends our duplicate too, so their process can exit.
     if (!this.#endHeard[index]) {
@@ -366,6 +383,7 @@ export class Notifications {
   #closeSubscriber(index: number): void {
     const subscriber = this.#subscribers[index];
     this.#subscribers[index] = undefined;
+    this.#countListening();
     subscriber?.connection.disconnect();
   }
 }

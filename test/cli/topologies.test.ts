@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/cli/errors.js';
 import { client, parseMembers, redact } from '../../src/cli/members.js';
 import { memberId } from '../../src/members/id.js';
-import { slotOf } from '../../src/store/slots.js';
+import { slotOf } from '../../src/store/keys.js';
 import { startCluster, startSentinelGroup, type TestCluster, type TestSentinelGroup } from '../harness/topologies.js';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
 import { cli, killRunning, nodeCommand, runCli } from './spawn.js';

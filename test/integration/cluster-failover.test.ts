@@ -6,8 +6,7 @@
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
-import { slotOf } from '../../src/store/slots.js';
-import { clusterEpochKey } from '../../src/store/keys.js';
+import { clusterEpochKey, slotOf } from '../../src/store/keys.js';
 import type { Master } from '../harness/index.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
 import { startTestMasters, type TestMasters } from './masters.js';

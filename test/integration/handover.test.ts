@@ -9,7 +9,7 @@ import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { eventually, fresh, scriptCalls } from './util.js';
+import { eventually, fresh, hearsReleases, heldOnEvery, onMajority, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 const { client, quitAll } = redlocksOn(() => servers);
@@ -53,15 +53,31 @@ async function killSubscribers(name: string): Promise<void> {
 const lineOf = (resource: string) => resourceKeys([resource])[1]!;
 const requestsOf = (resource: string) => resourceKeys([resource])[4]!;
 const inLine = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(lineOf(resource))));
+/** Per member: whether a release there reaches the waiter at `place` in line (util.ts, hearsReleases). */
+const hears = (resource: string, place = 0) => hearsReleases(servers.clients, resource, place);
+
+/**
+ * The holder's lock, held on every member: an acquire resolves on the majority that answered
+ * first, and where its key has not landed yet a waiter's attempt would be granted (and rolled
+ * back) instead of lined up (util.ts, heldOnEvery).
+ */
+async function heldEverywhere<Held extends { value: string }>(holder: Held, resource: string): Promise<Held> {
+  await heldOnEvery(servers.clients, resource, holder.value);
+  return holder;
+}
 
 describe('a release hands the lock to the waiter first in line', () => {
   it('which wins with no acquire round of its own, its keys set for its ttl', async () => {
     const resource = fresh('handed');
-    const holder = await client().acquire(resource, 10_000);
+    const holder = await heldEverywhere(await client().acquire(resource, 10_000), resource);
     // A 5 s retry delay: only the release can give it the lock within its 3 s budget; its lease
     // (3 × 5 s) outlasts its ttl, so the keys are set for the whole ttl.
     const waiting = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 8_000, { waitTimeout: 3_000 });
-    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    // In line everywhere, and listening on a majority: what hears the hand-over.
+    await eventually(async () => {
+      expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]);
+      expect(onMajority(await hears(resource))).toBe(true);
+    });
     const before = await Promise.all(servers.clients.map(scriptCalls));
     await holder.release();
     const lock = await waiting;
@@ -80,10 +96,15 @@ describe('a release hands the lock to the waiter first in line', () => {
 
   it('not for a ttl longer than its place in line: woken, it acquires as before', async () => {
     const resource = fresh('not-handed');
-    const holder = await client().acquire(resource, 10_000);
-    // Defaults: a lease of 3 × (200 + 100 + 50) ≈ 1 s on its place, shorter than its 10 s ttl.
-    const waiting = client().acquire(resource, 10_000, { waitTimeout: 5_000 });
-    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    const holder = await heldEverywhere(await client().acquire(resource, 10_000), resource);
+    // A lease of 3 × (3000 + 50) = 9150 ms on its place, shorter than its 10 s ttl. (With the
+    // default retry delay, 200 ± 100 ms, a timed retry could land between the count below and the
+    // release, one more script call per member.) Listening on a majority: woken by the release.
+    const waiting = client({ retryDelay: 3_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 5_000 });
+    await eventually(async () => {
+      expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]);
+      expect(onMajority(await hears(resource))).toBe(true);
+    });
     expect(await Promise.all(servers.clients.map((c) => c.exists(requestsOf(resource))))).toEqual([0, 0, 0, 0, 0]); // no request
     const before = await Promise.all(servers.clients.map(scriptCalls));
     await holder.release();
@@ -97,15 +118,22 @@ describe('a release hands the lock to the waiter first in line', () => {
 
   it('only where its own acquire would count: a member in its restart quarantine does not hand over', async () => {
     const resource = fresh('handed-quarantine');
-    const holder = await client().acquire(resource, 10_000);
+    const holder = await heldEverywhere(await client().acquire(resource, 10_000), resource);
     const waiting = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
-    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    // In line everywhere, and listening on the three members that will hand over.
+    await eventually(async () => {
+      expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]);
+      expect((await hears(resource)).slice(2)).toEqual([true, true, true]);
+    });
     // Members 0 and 1 forget their epoch, as after a restart without persistence: a new epoch
     // begins at their next call, quarantined for maxLockTtl.
     await Promise.all([servers.clients[0]!.del(EPOCH_KEY), servers.clients[1]!.del(EPOCH_KEY)]);
     await holder.release();
     const lock = await waiting; // handed over by the other three, a majority
-    expect(await servers.valuesOf(resource)).toEqual([null, null, lock.value, lock.value, lock.value]);
+    // The holder's release resolved on a majority; on members 0 and 1 it may land later (a call
+    // refused in a new epoch is sent once more, bound to it). There it frees the key and hands
+    // nothing over: each of them goes from the holder's value to empty, never to the waiter's.
+    await eventually(async () => expect(await servers.valuesOf(resource)).toEqual([null, null, lock.value, lock.value, lock.value]));
     await lock.release();
   });
 });
@@ -113,10 +141,14 @@ describe('a release hands the lock to the waiter first in line', () => {
 describe('a hand-over the waiter did not count', () => {
   it('with a member down and another one stray: the waiter tries again within a grace, takes its value back and wins', async () => {
     const resource = fresh('grace');
-    const holder = await client().acquire(resource, 10_000);
+    const holder = await heldEverywhere(await client().acquire(resource, 10_000), resource);
     // Its lease, 3 × (3 s + 50 ms), covers its 8 s ttl: it asks for hand-overs.
     const waiting = client({ retryDelay: 3_000, retryJitter: 0 }).acquire(resource, 8_000, { waitTimeout: 9_000 });
-    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    // In line everywhere, and listening on the four members that stay up.
+    await eventually(async () => {
+      expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]);
+      expect((await hears(resource)).slice(0, 4)).toEqual([true, true, true, true]);
+    });
     // A late copy of an earlier attempt rewrote members 2 and 3's requests: their hand-overs name
     // another stamp (stray). Member 4 is down. Members 0 and 1 hand over by the right one: 2 of 5.
     for (const member of [2, 3]) {
@@ -140,10 +172,15 @@ describe('a hand-over the waiter did not count', () => {
 
   it('is taken back by its next attempt, which wins with a value of its own', async () => {
     const resource = fresh('unheard');
-    const holder = await client().acquire(resource, 10_000);
+    const holder = await heldEverywhere(await client().acquire(resource, 10_000), resource);
     // A 1 s ttl within its lease of 3 × (300 + 50) ms: it asks for hand-overs, and retries every 300 ms.
     const waiting = client({ retryDelay: 300, retryJitter: 0 }, clientsNamed('unheard')).acquire(resource, 1_000, { waitTimeout: 5_000 });
-    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    // In line and listening everywhere, so that the kill below leaves it deaf on every member (a
+    // subscriber still connecting would subscribe after it, and hear the hand-over).
+    await eventually(async () => {
+      expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]);
+      expect(await hears(resource)).toEqual([true, true, true, true, true]);
+    });
     await killSubscribers('unheard');
     await holder.release(); // handed over on every member, heard by nobody
     const handed = await servers.valuesOf(resource);
@@ -158,15 +195,22 @@ describe('a hand-over the waiter did not count', () => {
 
   it('is taken back when the waiter gives up, and the next in line is not held up', async () => {
     const resource = fresh('gave-up');
-    const holder = await client().acquire(resource, 10_000);
+    const holder = await heldEverywhere(await client().acquire(resource, 10_000), resource);
     const controller = new AbortController();
     const first = client({ retryDelay: 3_000, retryJitter: 0 }, clientsNamed('gives-up'))
       .acquire(resource, 8_000, { waitTimeout: 8_000, signal: controller.signal })
       .catch((error: unknown) => error);
-    await eventually(async () => expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]));
+    // In line and listening everywhere, so that the kill below leaves it deaf on every member.
+    await eventually(async () => {
+      expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]);
+      expect(await hears(resource)).toEqual([true, true, true, true, true]);
+    });
     // Second in line, with a 5 s retry delay: only a wake-up or a hand-over brings it the lock soon.
     const second = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 4_000 });
-    await eventually(async () => expect(await inLine(resource)).toEqual([2, 2, 2, 2, 2]));
+    await eventually(async () => {
+      expect(await inLine(resource)).toEqual([2, 2, 2, 2, 2]);
+      expect(onMajority(await hears(resource, 1))).toBe(true);
+    });
     await killSubscribers('gives-up');
     await holder.release(); // handed to the first on every member, unheard
     expect((await servers.valuesOf(resource)).every((value) => value !== null)).toBe(true);

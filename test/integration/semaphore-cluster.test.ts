@@ -6,8 +6,7 @@
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
-import { permitResource } from '../../src/store/keys.js';
-import { slotOf } from '../../src/store/slots.js';
+import { permitResource, slotOf } from '../../src/store/keys.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
 import { fresh } from './util.js';
 

@@ -2,6 +2,7 @@
 import type Redis from 'ioredis';
 import { expect } from 'vitest';
 import { LockAcquireError } from '../../src/index.js';
+import { resourceKeys, waiterChannel } from '../../src/store/keys.js';
 
 let counter = 0;
 /** A resource name no other test uses, so tests never see each other's keys. */
@@ -39,3 +40,44 @@ export async function scriptCalls(member: Redis): Promise<number> {
   for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
   return calls;
 }
+
+/**
+ * Resolves once every one of `clients` (one per member) has `value` at `key`. An acquire resolves
+ * on the majority that said yes first; on the other members its SET may land later (a connection
+ * still connecting, a busy machine: 100 ms and more under load). A waiter's attempt that reaches
+ * such a member first finds the resource free there, so that member grants it (rolled back when
+ * the attempt fails on the others) instead of putting the waiter in line: it joins that line only
+ * with its next attempt, a retry delay later. A test that expects a waiter in line on every
+ * member waits for this first; then every member refuses the waiter and lines it up.
+ */
+export function heldOnEvery(clients: readonly Redis[], key: string, value: string): Promise<void> {
+  return eventually(async () => expect(await Promise.all(clients.map((c) => c.get(key)))).toEqual(clients.map(() => value)));
+}
+
+/**
+ * Per member (`clients`, one per member), per place in `resource`'s line: whether a release there
+ * would reach that waiter, its Redlock being subscribed to its wake-up channel there. A waiter
+ * subscribes after its first refusal and waits for that at most nodeTimeout before its next
+ * attempt takes its place in line; on a busy machine it can therefore be in line before it
+ * listens, and a release then wakes nobody (its timed retry is the fallback). A test of being
+ * woken waits until a majority would tell the waiter (hearsReleases): all a wake needs.
+ */
+export async function listeningInLine(clients: readonly Redis[], resource: string): Promise<boolean[][]> {
+  const line = resourceKeys([resource])[1]!;
+  return Promise.all(
+    clients.map(async (c) => {
+      const waiters = await c.zrange(line, '0', '-1');
+      if (waiters.length === 0) return [];
+      const counts = (await c.pubsub('NUMSUB', ...waiters.map(waiterChannel))) as (string | number)[];
+      return waiters.map((_, index) => Number(counts[2 * index + 1]) > 0);
+    }),
+  );
+}
+
+/** Per member: whether a release there would reach the waiter at `place` (0-based) in line (listeningInLine). */
+export async function hearsReleases(clients: readonly Redis[], resource: string, place = 0): Promise<boolean[]> {
+  return (await listeningInLine(clients, resource)).map((places) => places[place] ?? false);
+}
+
+/** Whether `flags` (one per member) are true on a majority of the members. */
+export const onMajority = (flags: readonly boolean[]): boolean => flags.filter(Boolean).length > flags.length / 2;

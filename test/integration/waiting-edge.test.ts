@@ -13,9 +13,10 @@ import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type Lock } from '../../src/index.js';
 import { contextOf } from '../../src/redlock.js';
+import { resourceKeys } from '../../src/store/keys.js';
 import { TcpProxy } from '../chaos/proxy.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { errorOf, eventually, fresh, sleep, scriptCalls } from './util.js';
+import { errorOf, eventually, fresh, hearsReleases, onMajority, sleep, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 const { client, quitAll } = redlocksOn(() => servers);
@@ -33,7 +34,9 @@ describe('a resource that never expires (defect 8)', () => {
   it("a key of the user's own of another type (a hash) is held by another owner: tryAcquire resolves null, not an outage", async () => {
     const resource = fresh('users-hash');
     await Promise.all(servers.clients.map((c) => c.hset(resource, 'field', '1')));
-    expect(await client({ retryCount: 0 }).tryAcquire(resource, 10_000)).toBeNull();
+    // A first call on new connections: on a busy machine it can take longer than the default
+    // nodeTimeout (50 ms) on every member, which reads as an outage. The answer is what is tested.
+    expect(await client({ retryCount: 0, nodeTimeout: 1_000 }).tryAcquire(resource, 10_000)).toBeNull();
     expect(await Promise.all(servers.clients.map((c) => c.hget(resource, 'field')))).toEqual(Array(5).fill('1'));
     await Promise.all(servers.clients.map((c) => c.del(resource)));
   });
@@ -78,7 +81,11 @@ describe('a resource that never expires (defect 8)', () => {
     const before = await scriptCalls(member);
     const retryDelay = 100;
     const waitTimeout = 1_500;
-    const error = await errorOf(client({ retryDelay, retryJitter: 0, retryCount: Infinity }).acquire(resource, 1_000, { waitTimeout }));
+    // Every member answers within nodeTimeout, also on a busy machine (50 ms is not enough there):
+    // the last attempt's votes are read below. Attempts start while at least that much of the
+    // budget is left, for 1 s, spin or not.
+    const nodeTimeout = 500;
+    const error = await errorOf(client({ retryDelay, retryJitter: 0, retryCount: Infinity, nodeTimeout }).acquire(resource, 1_000, { waitTimeout }));
     const calls = (await scriptCalls(member)) - before;
     expect(error.outcome).toBe('taken');
     // First in line on every member that answered (the round settles on a quorum), and told
@@ -113,7 +120,11 @@ describe('a waiter for several resources (defect 9)', () => {
     const both = client({ retryDelay: 100, retryJitter: 0, retryCount: Infinity })
       .acquire([r1, r2], 10_000, { waitTimeout: 10_000 })
       .finally(() => (waiterDone = true));
-    await sleep(300); // first in r1's line and in r2's
+    // First in r1's line and in r2's, on a majority.
+    await eventually(async () => {
+      for (const resource of [r1, r2])
+        expect(onMajority(await Promise.all(servers.clients.map(async (c) => (await c.zcard(resourceKeys([resource])[1]!)) > 0)))).toBe(true);
+    });
     // Before: r1 was kept for the waiter until its budget ran out (10 s), so this acquire, with a
     // 3 s budget, failed as "kept for an earlier waiter" although nobody held r1.
     const single = await client({ retryDelay: 100, retryJitter: 0, retryCount: Infinity }).acquire(r1, 10_000, { waitTimeout: 3_000 });
@@ -166,12 +177,18 @@ describe("the waiters' subscriber, on a user client with enableOfflineQueue: fal
       redis.on('error', () => {});
       return redis;
     });
-    // The subscriber the Redlock duplicates from member 0's client, to see when it is ready.
-    const duplicates: Redis[] = [];
+    // The subscriber the Redlock duplicates from member 0's client, to see when it is ready: the
+    // duplicate that subscribes. (The Redlock also duplicates the client to load its bound scripts,
+    // binding.ts, and on a busy machine that one can come first.)
+    let subscriber: Redis | undefined;
     const duplicate = users[0]!.duplicate.bind(users[0]!);
     users[0]!.duplicate = ((...args: Parameters<Redis['duplicate']>) => {
       const made = duplicate(...args);
-      duplicates.push(made);
+      const subscribe = made.subscribe.bind(made);
+      made.subscribe = ((...channels: Parameters<Redis['subscribe']>) => {
+        subscriber = made;
+        return subscribe(...channels);
+      }) as Redis['subscribe'];
       return made;
     }) as Redis['duplicate'];
     const subscribedOn = (index: number) => servers.clients[index]!.pubsub('CHANNELS', 'quorumlock:waiter:*') as Promise<string[]>;
@@ -189,18 +206,22 @@ describe("the waiters' subscriber, on a user client with enableOfflineQueue: fal
       await eventually(async () => {
         for (let index = 0; index < 5; index++) expect(await subscribedOn(index)).toHaveLength(1);
       }, 3_000);
-      const subscriber = duplicates[0]!;
-      expect(subscriber).toBeDefined();
+      const connection = subscriber;
+      if (connection === undefined) throw new Error('no subscriber connection was made from member 0');
 
       proxy.latencyMs = 300;
       // Listening before the restart: the subscriber may be ready again before restart() returns.
-      const readyAgain = new Promise((resolve) => subscriber.once('ready', resolve));
+      const readyAgain = new Promise((resolve) => connection.once('ready', resolve));
       await servers.masters[0]!.restart();
       await readyAgain;
       // The subscription after the reconnect is now crossing the slow link: restart again.
       await servers.masters[0]!.restart();
       proxy.latencyMs = 0;
-      await eventually(async () => expect(await subscribedOn(0)).toHaveLength(1), 10_000);
+      // Subscribed again on member 0, and in line and listening on a majority: the release wakes it.
+      await eventually(async () => {
+        expect(await subscribedOn(0)).toHaveLength(1);
+        expect(onMajority(await hearsReleases(servers.clients, resource))).toBe(true);
+      }, 10_000);
 
       await holder.release();
       const lock: Lock = await waiting;

@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type Lock } from '../../src/index.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { eventually, fresh, sleep, scriptCalls } from './util.js';
+import { eventually, fresh, hearsReleases, heldOnEvery, listeningInLine, onMajority, sleep, scriptCalls } from './util.js';
 import { resourceKeys } from '../../src/store/keys.js';
 
 let servers: TestMasters;
@@ -20,20 +20,35 @@ afterEach(async () => {
 });
 afterAll(() => servers?.close());
 
+const lineOf = (resource: string) => resourceKeys([resource])[1]!;
+const lines = (resource: string) => Promise.all(servers.clients.map((c) => c.zrange(lineOf(resource), '0', '-1')));
+const inLine = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(lineOf(resource))));
+/** Whether a release on a majority would reach the waiter at `place` in line (util.ts, hearsReleases). */
+const heardOnMajority = async (resource: string, place = 0) => onMajority(await hearsReleases(servers.clients, resource, place));
+
 describe('waiting in line', () => {
   it('hands the lock to waiters in the order they arrived, and a returning holder goes to the back', async () => {
     const resource = fresh('fifo');
     const holder = client();
     const first = await holder.acquire(resource, 10_000);
+    // Held on every member (not only the majority that answered first), so every member refuses
+    // the waiters and lines them up.
+    await heldOnEvery(servers.clients, resource, first.value);
     const order: string[] = [];
-    const waiters = ['w1', 'w2', 'w3'].map(async (name, index) => {
-      await sleep(30 * index); // arrive in this order
-      const lock = await client().acquire(resource, 10_000, { waitTimeout: 10_000 });
-      order.push(name);
-      await sleep(20);
-      await lock.release();
-    });
-    await sleep(150); // all three are in line
+    const waiters: Promise<void>[] = [];
+    for (const [index, name] of ['w1', 'w2', 'w3'].entries()) {
+      waiters.push(
+        (async () => {
+          const lock = await client().acquire(resource, 10_000, { waitTimeout: 10_000 });
+          order.push(name);
+          await sleep(20);
+          await lock.release();
+        })(),
+      );
+      // Arrive in this order: each one in line everywhere, behind the ones before it, before the
+      // next one comes (on a busy machine a fixed sleep between them did not say so).
+      await eventually(async () => expect(await inLine(resource)).toEqual(Array(5).fill(index + 1)));
+    }
     await first.release();
     const again = holder.acquire(resource, 10_000, { waitTimeout: 10_000 }).then((lock) => {
       order.push('holder again');
@@ -48,7 +63,9 @@ describe('waiting in line', () => {
     const lock = await client().acquire(resource, 10_000);
     // With a 5 s retry delay, only the release announcement can wake the waiter within its 3 s budget.
     const waiting = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
-    await sleep(100);
+    // Waiting: in line and listening on a majority. (After a fixed 100 ms, on a busy machine, it
+    // could be in line but not yet subscribed: the release then told nobody.)
+    await eventually(async () => expect(await heardOnMajority(resource)).toBe(true));
     await lock.release();
     const next = await waiting;
     expect(next.remainingMs()).toBeGreaterThan(0);
@@ -58,6 +75,7 @@ describe('waiting in line', () => {
   it('one release wakes one waiter: the scripts run per handoff stay bounded with 20 waiters in line', async () => {
     const resource = fresh('no-stampede');
     const holder = await client().acquire(resource, 10_000);
+    await heldOnEvery(servers.clients, resource, holder.value); // so each waiter is lined up on member 0 too
     // Long timed retries: between handoffs, only announcements make anyone try.
     const acquired: Lock[] = [];
     const waiters = Array.from({ length: 20 }, () =>
@@ -67,9 +85,14 @@ describe('waiting in line', () => {
     );
     const member = servers.clients[0]!;
     // Everyone has tried, subscribed, and joined the line (on a busy machine this takes longer
-    // than any fixed sleep): from then on only announcements make anyone try.
-    const [, line] = resourceKeys([resource]);
-    await eventually(async () => expect(await member.zcard(line!)).toBe(20), 20_000);
+    // than any fixed sleep): from then on only announcements make anyone try. Each one listens on a
+    // majority of the members where it is in line, so that the release that makes it the head
+    // wakes it (its timed retry is 20 s away).
+    await eventually(async () => {
+      expect(await member.zcard(lineOf(resource))).toBe(20);
+      const listening = await listeningInLine(servers.clients, resource);
+      for (let place = 0; place < 20; place++) expect(onMajority(listening.map((places) => places[place] ?? false))).toBe(true);
+    }, 20_000);
     await sleep(50); // their last replies are read
     const before = await scriptCalls(member);
     await holder.release();
@@ -92,7 +115,9 @@ describe('waiting in line', () => {
   it("falls back to the holder's expiry when a lock is not released", async () => {
     const resource = fresh('expired-holder');
     await client().acquire(resource, 400); // never released
-    const lock = await client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
+    // When to come back is read from the refusals of a majority (each with the holder's expiry):
+    // nodeTimeout leaves a busy machine the time to give them, not 50 ms.
+    const lock = await client({ retryDelay: 5_000, retryJitter: 0, nodeTimeout: 1_000 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
     expect(lock.remainingMs()).toBeGreaterThan(0);
     await lock.release();
   });
@@ -102,9 +127,10 @@ describe('waiting in line', () => {
     const holder = await client().acquire(resource, 10_000);
     const controller = new AbortController();
     const quitter = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { signal: controller.signal, waitTimeout: 30_000 });
-    await sleep(100);
+    await eventually(async () => expect(await heardOnMajority(resource, 0)).toBe(true)); // first in line (and listening) on a majority
     const next = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
-    await sleep(100);
+    // Behind the quitter, and listening, on a majority: a release there wakes it once the quitter left.
+    await eventually(async () => expect(await heardOnMajority(resource, 1)).toBe(true));
     controller.abort(new Error('not needed any more'));
     await expect(quitter).rejects.toThrow('not needed any more');
     await holder.release();
@@ -119,7 +145,7 @@ describe('waiting in line', () => {
     const crashedClients = servers.connect();
     const crashed = new Redlock(crashedClients, { retryDelay: 50, retryJitter: 0 });
     const doomed = crashed.acquire(resource, 10_000, { waitTimeout: 30_000 }).catch((error: unknown) => error);
-    await sleep(150); // in line, first
+    await eventually(async () => expect(onMajority((await inLine(resource)).map((count) => count > 0))).toBe(true)); // in line, first, on a majority
     for (const c of crashedClients) c.disconnect(); // gone, without a word
     const next = client({ retryDelay: 100, retryJitter: 0, retryCount: Infinity }).acquire(resource, 10_000, { waitTimeout: 10_000 });
     await sleep(50);
@@ -132,15 +158,19 @@ describe('waiting in line', () => {
 });
 
 describe('a waiter that won', () => {
-  const lineOf = (resource: string) => resourceKeys([resource])[1]!;
-  const lines = (resource: string) => Promise.all(servers.clients.map((c) => c.zrange(lineOf(resource), '0', '-1')));
-
   it('keeps its place until its release, which leaves every line and wakes the next: no round of its own to leave', async () => {
     const resource = fresh('leave-at-release');
     const holder = await client().acquire(resource, 10_000);
+    // Held on every member, so the waiter is lined up on every member (its attempt is granted,
+    // and rolled back, where the holder's key has not landed yet), and listening on a majority
+    // (that is what hears the hand-over; its timed retry is 5 s away).
+    await heldOnEvery(servers.clients, resource, holder.value);
     const waiter = client({ retryDelay: 5_000, retryJitter: 0 });
     const won = waiter.acquire(resource, 10_000, { waitTimeout: 10_000 });
-    await eventually(async () => expect((await lines(resource)).every((line) => line.length === 1)).toBe(true));
+    await eventually(async () => {
+      expect((await lines(resource)).every((line) => line.length === 1)).toBe(true);
+      expect(await heardOnMajority(resource)).toBe(true);
+    });
     const [[waiterId]] = (await lines(resource)) as [[string]];
     const leavesBefore = await Promise.all(servers.clients.map(scriptCalls));
     await holder.release();
@@ -156,7 +186,10 @@ describe('a waiter that won', () => {
 
     // The next waiter, with a 5 s retry delay, is woken by the winner's release.
     const next = client({ retryDelay: 5_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 3_000 });
-    await eventually(async () => expect((await lines(resource)).every((line) => line.length === 2)).toBe(true));
+    await eventually(async () => {
+      expect((await lines(resource)).every((line) => line.length === 2)).toBe(true);
+      expect(await heardOnMajority(resource, 1)).toBe(true);
+    });
     const releasedAt = performance.now();
     await lock.release();
     await (await next).release();
@@ -168,9 +201,13 @@ describe('a waiter that won', () => {
   it('and dies unreleased keeps no place in line past its key: the next waiter gets the lock at its expiry, not at the end of its lease', async () => {
     const resource = fresh('winner-died');
     const holder = await client().acquire(resource, 10_000);
+    await heldOnEvery(servers.clients, resource, holder.value);
     // A lease of 3 × (1000 + 100 + 50) = 3450 ms on its place in line; woken by the release.
     const doomed = client({ retryDelay: 1_000 }).acquire(resource, 400, { waitTimeout: 10_000 });
-    await eventually(async () => expect((await lines(resource)).every((line) => line.length === 1)).toBe(true));
+    await eventually(async () => {
+      expect((await lines(resource)).every((line) => line.length === 1)).toBe(true);
+      expect(await heardOnMajority(resource)).toBe(true);
+    });
     await holder.release();
     await doomed; // held for 400 ms, never released
     const wonAt = performance.now();
@@ -183,12 +220,10 @@ describe('a waiter that won', () => {
 });
 
 describe('a winner that shortened its hold, or dies unreleased', () => {
-  const lineOf = (resource: string) => resourceKeys([resource])[1]!;
-  const inLine = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(lineOf(resource))));
-
   it('extend(shorter) and gone: the next waiter gets the lock within the winner’s lease (about 1 s), not its original ttl', async () => {
     const resource = fresh('shortened');
     const holder = await client().acquire(resource, 10_000);
+    await heldOnEvery(servers.clients, resource, holder.value);
     const winner = client().acquire(resource, 5_000, { waitTimeout: 10_000 }); // lease 1050 ms
     await eventually(async () => expect((await inLine(resource)).every((count) => count === 1)).toBe(true));
     await holder.release();
@@ -203,12 +238,15 @@ describe('a winner that shortened its hold, or dies unreleased', () => {
   it('a waiter second in line behind a holder that dies unreleased comes back at its expiry, not after its retry delay', async () => {
     const resource = fresh('behind-holder');
     const holder = await client().acquire(resource, 10_000);
+    await heldOnEvery(servers.clients, resource, holder.value);
     const winner = client().acquire(resource, 400, { waitTimeout: 10_000 });
     await eventually(async () => expect((await inLine(resource)).every((count) => count === 1)).toBe(true));
     await holder.release();
     await winner; // held 400 ms, never released; it stays first in line meanwhile
     const startedAt = performance.now();
-    const next = await client({ retryDelay: 3_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 8_000 });
+    // Its come-back time is read from the refusals of a majority: nodeTimeout leaves a busy
+    // machine the time to give them, not 50 ms.
+    const next = await client({ retryDelay: 3_000, retryJitter: 0, nodeTimeout: 1_000 }).acquire(resource, 10_000, { waitTimeout: 8_000 });
     expect(performance.now() - startedAt).toBeLessThan(2_000); // 3 s with the retry delay
     await next.release();
   });
@@ -249,6 +287,7 @@ describe('aborting a waiter', () => {
   it('leaves nothing behind at any point of the wait: no key of its own, no place in line', async () => {
     const resource = fresh('abort-anywhere');
     const holder = await client().acquire(resource, 10_000);
+    await heldOnEvery(servers.clients, resource, holder.value);
     for (const afterMs of [0, 1, 3, 10, 40]) {
       const controller = new AbortController();
       const waiting = client({ retryDelay: 5, retryJitter: 2, retryCount: Infinity }).acquire(resource, 10_000, { signal: controller.signal });
@@ -256,9 +295,9 @@ describe('aborting a waiter', () => {
       await expect(waiting).rejects.toThrow('stop');
       expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(holder.value));
     }
-    await sleep(20); // the fire-and-forget leave commands land
-    const lines = await Promise.all(servers.clients.map((c) => c.zcard(`{${resource}}:quorumlock:line`)));
-    expect(lines).toEqual(Array(5).fill(0));
+    // The fire-and-forget leave commands land: within 500 ms, well before the places would have
+    // lapsed by their 1 s lease.
+    await eventually(async () => expect(await inLine(resource)).toEqual(Array(5).fill(0)), 500);
     await holder.release();
   });
 });

@@ -249,7 +249,7 @@ describe('resources (checkResources)', () => {
     expectRejected(row);
   });
 
-  // quorumlock's own keys (src/store/keys.ts, companionKey in src/store/slots.ts): the epoch hash has
+  // quorumlock's own keys (src/store/keys.ts, companionKey): the epoch hash has
   // no TTL, so a waiter on it would wait forever, and locking a line or lease key would overwrite it.
   const reserved = [
     'not starting with "quorumlock:"',

@@ -2,8 +2,8 @@
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { checkSameSlot, checkMembers } from '../../src/options/check.js';
-import { allSlotTags, clusterPrefixWorks, companionKey, hashTagOf, slotOf, tagOfSlot } from '../../src/store/slots.js';
-import { clusterEpochKey, EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
+import { allSlotTags, tagOfSlot } from '../../src/store/slots.js';
+import { clusterEpochKey, clusterPrefixWorks, companionKey, EPOCH_KEY, hashTagOf, resourceKeys, slotOf } from '../../src/store/keys.js';
 
 // The package ioredis routes cluster commands with: our slots must be its slots.
 const ioredisSlot = createRequire(import.meta.url)('cluster-key-slot') as (key: string) => number;

@@ -13,14 +13,14 @@ import { acquireWithRetries } from '../../../src/quorum/acquire-loop.js';
 import { retryDelayMs } from '../../../src/quorum/wait.js';
 import { Watch, type Notifications } from '../../../src/waiting/notifications.js';
 import { drive, fakeMembers, FakeMember, releasedAfterAcquire, rolledBack, settingsOn, type FakeMemberOptions } from './fake-member.js';
+import { quorumOf } from '../../../src/tally.js';
 
 /** Notifications that subscribe to nothing: watch() hands out a Watch, ready after `readyMs`, that nobody announces to. */
 function quietNotifications(clock: ManualClock, memberCount: number, readyMs = 0, listening = false) {
   const watched: string[] = [];
   let closed = 0;
-  let ids = 0;
   const notifications = {
-    newWaiterId: () => `listener.${++ids}`,
+    listener: 'listener',
     listening,
     watch(waiterId: string): Watch {
       watched.push(waiterId);
@@ -46,7 +46,7 @@ const policyOf = (overrides: Partial<AttemptPolicy>): AttemptPolicy => ({
 function run(clock: ManualClock, members: FakeMember[], policy: AttemptPolicy, settings: Settings = settingsOn(clock), ttl = 10_000, readyMs = 0) {
   const { notifications, watched, closed } = quietNotifications(clock, members.length, readyMs);
   const begin = clock.now();
-  const outcome = drive(clock, acquireWithRetries({ members, settings, resources: ['r'], ttl, policy, notifications }));
+  const outcome = drive(clock, acquireWithRetries({ members, quorum: quorumOf(members.length), settings, resources: ['r'], ttl, policy, notifications }));
   return { outcome, watched, closed, begin };
 }
 
@@ -104,7 +104,15 @@ describe('acquireWithRetries: retries', () => {
     const { notifications, watched } = quietNotifications(clock, members.length, 0, true);
     const outcome = drive(
       clock,
-      acquireWithRetries({ members, settings: settingsOn(clock), resources: ['r'], ttl: 10_000, policy: policyOf({ retryCount: 2 }), notifications }),
+      acquireWithRetries({
+        members,
+        quorum: quorumOf(members.length),
+        settings: settingsOn(clock),
+        resources: ['r'],
+        ttl: 10_000,
+        policy: policyOf({ retryCount: 2 }),
+        notifications,
+      }),
     );
     const error = ((await outcome) as { error: LockAcquireError }).error;
     // Watched from the start; no immediate second attempt (the subscription was already there).

@@ -21,6 +21,7 @@ function attempt(
 ): Promise<AttemptResult> {
   return attemptLock({
     members,
+    quorum: quorumOf(members.length),
     settings,
     resources: ['r'],
     ttl,

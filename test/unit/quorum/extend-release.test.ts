@@ -9,6 +9,7 @@ import { decideExtension, extendOn, type ExtendAnswer } from '../../../src/quoru
 import { releaseOn } from '../../../src/quorum/release.js';
 import type { RoundResult } from '../../../src/quorum/round.js';
 import { fakeMembers, runFor, settingsOn, settle, type FakeMemberOptions } from './fake-member.js';
+import { quorumOf } from '../../../src/tally.js';
 
 /** Members that hold resource r with value 'v' for `heldMs`. */
 function holding(clock: ManualClock, count: number, optionsOf: (i: number) => FakeMemberOptions, heldMs = 1_000) {
@@ -21,7 +22,10 @@ describe('extendOn', () => {
   it('extends at a quorum: the new deadline is ttl − drift from the round start, and the keys live ttl more', async () => {
     const clock = new ManualClock(1_000);
     const members = holding(clock, 3, (i) => ({ latencyMs: i + 1 }));
-    const result = await settle(clock, extendOn({ members, settings: settingsOn(clock), resources: ['r'], value: 'v', ttl: 10_000, previousDeadline: 1_900 }));
+    const result = await settle(
+      clock,
+      extendOn({ members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', ttl: 10_000, previousDeadline: 1_900 }),
+    );
     expect(result.extended).toBe(true);
     expect(result.deadline).toBe(1_000 + 10_000 - 102);
     expect(result.round.votes.map((vote) => vote.vote)).toEqual(['locked', 'locked', 'pending']);
@@ -32,7 +36,10 @@ describe('extendOn', () => {
   it("'lapsed': a quorum that comes at the previous deadline does not count, although the members extended", async () => {
     const clock = new ManualClock(0);
     const members = holding(clock, 3, () => ({ latencyMs: 30 }));
-    const result = await settle(clock, extendOn({ members, settings: settingsOn(clock), resources: ['r'], value: 'v', ttl: 10_000, previousDeadline: 30 }));
+    const result = await settle(
+      clock,
+      extendOn({ members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', ttl: 10_000, previousDeadline: 30 }),
+    );
     expect(result).toMatchObject({ extended: false, failure: 'lapsed', lostBecause: 'lapsed', deadline: 30 });
     expect(result.round.won).toBe(true);
   });
@@ -55,7 +62,10 @@ describe('extendOn', () => {
   it("'unavailable' keeps the lock: too few answers, none saying it is not ours", async () => {
     const clock = new ManualClock(0);
     const members = holding(clock, 3, (i) => (i === 0 ? { latencyMs: 1 } : i === 1 ? { failure: 'down' } : { failure: 'error', latencyMs: 2 }));
-    const result = await settle(clock, extendOn({ members, settings: settingsOn(clock), resources: ['r'], value: 'v', ttl: 500, previousDeadline: 900 }));
+    const result = await settle(
+      clock,
+      extendOn({ members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', ttl: 500, previousDeadline: 900 }),
+    );
     expect(result).toMatchObject({ extended: false, failure: 'unavailable', lostBecause: undefined });
     expect(result.round.votes.map((vote) => vote.vote)).toEqual(['locked', 'timeout', 'error']);
     // What holds: the shorter of the previous deadline and this round's (m0 now expires at 501).
@@ -69,7 +79,10 @@ describe('extendOn', () => {
       const members = holding(clock, 3, (i) => ({ latencyMs: i + 1 }));
       setup(members);
       await runFor(clock, 200); // keys held for 100 ms are gone by now
-      const result = await settle(clock, extendOn({ members, settings: settingsOn(clock), resources: ['r'], value: 'v', ttl: 10_000, previousDeadline: 900 }));
+      const result = await settle(
+        clock,
+        extendOn({ members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', ttl: 10_000, previousDeadline: 900 }),
+      );
       return result.extended ? 'extended' : `${result.failure}/${result.lostBecause}`;
     };
     expect(await lost((m) => (m[0]!.hold('r', 'v', 100), m[1]!.hold('r', 'v', 100)))).toBe('lost/gone');
@@ -82,7 +95,10 @@ describe('releaseOn', () => {
   it("settle 'quorum' resolves once a quorum confirmed, without waiting for the rest; they still run it", async () => {
     const clock = new ManualClock(0);
     const members = holding(clock, 5, (i) => (i < 3 ? { latencyMs: i + 1 } : i === 3 ? { latencyMs: 100 } : { failure: 'down' }), 60_000);
-    const round = await settle(clock, releaseOn({ members, settings: settingsOn(clock), resources: ['r'], value: 'v', settle: 'quorum' }));
+    const round = await settle(
+      clock,
+      releaseOn({ members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', settle: 'quorum' }),
+    );
     expect(round.won).toBe(true);
     expect(round.elapsedMs).toBe(3);
     expect(round.votes.map((vote) => vote.vote)).toEqual(['released', 'released', 'released', 'pending', 'pending']);
@@ -95,7 +111,10 @@ describe('releaseOn', () => {
     const members = fakeMembers(clock, 3, (i) => (i === 2 ? { failure: 'down' } : { latencyMs: i + 1 }));
     members[0]!.hold('r', 'v', 1_000);
     members[1]!.hold('r', 'other', 1_000); // another owner's key is never deleted
-    const round = await settle(clock, releaseOn({ members, settings: settingsOn(clock), resources: ['r'], value: 'v', settle: 'quorum' }));
+    const round = await settle(
+      clock,
+      releaseOn({ members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', settle: 'quorum' }),
+    );
     expect(round.won).toBe(true);
     expect(round.votes.map((vote) => vote.vote)).toEqual(['released', 'absent', 'pending']);
     expect(members[1]!.holder('r')).toBe('other');
@@ -104,7 +123,10 @@ describe('releaseOn', () => {
   it("settle 'all' hears from every member, up to nodeTimeout", async () => {
     const clock = new ManualClock(0);
     const members = holding(clock, 3, (i) => (i === 2 ? { failure: 'down' } : { latencyMs: 1 }));
-    const round = await settle(clock, releaseOn({ members, settings: settingsOn(clock), resources: ['r'], value: 'v', settle: 'all' }));
+    const round = await settle(
+      clock,
+      releaseOn({ members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', settle: 'all' }),
+    );
     expect(round.votes.map((vote) => vote.vote)).toEqual(['released', 'released', 'timeout']);
     expect(round.elapsedMs).toBe(50);
   });

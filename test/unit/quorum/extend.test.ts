@@ -12,6 +12,7 @@ import type { Member } from '../../../src/members/member.js';
 import { decideExtension, extendOn, type ExtendAnswer } from '../../../src/quorum/extend.js';
 import type { RoundResult } from '../../../src/quorum/round.js';
 import { keepExtended, RETRY_SHARE } from '../../../src/lock/keep-extended.js';
+import { quorumOf } from '../../../src/tally.js';
 
 type Status = 'extended' | 'gone' | 'taken';
 
@@ -44,7 +45,15 @@ describe('extendOn: the decision', () => {
   it('counts a quorum reached before the previous deadline; the new deadline runs from the round start', async () => {
     const clock = new ManualClock(1_000);
     const members = [fakeMember(clock, 'a', 'extended', 5), fakeMember(clock, 'b', 'extended', 10), fakeMember(clock, 'c', 'extended', Infinity)];
-    const pending = extendOn({ members, settings: settings(clock), resources: ['r'], value: 'v', ttl: 10_000, previousDeadline: 1_050 });
+    const pending = extendOn({
+      members,
+      quorum: quorumOf(members.length),
+      settings: settings(clock),
+      resources: ['r'],
+      value: 'v',
+      ttl: 10_000,
+      previousDeadline: 1_050,
+    });
     await step(clock, 20);
     const result = await pending;
     expect(result.extended).toBe(true);
@@ -56,7 +65,15 @@ describe('extendOn: the decision', () => {
     const clock = new ManualClock(1_000);
     // The second yes would come 60 ms into the round; the previous deadline is 50 ms in.
     const members = [fakeMember(clock, 'a', 'extended', 5), fakeMember(clock, 'b', 'extended', 60), fakeMember(clock, 'c', 'extended', 70)];
-    const pending = extendOn({ members, settings: settings(clock), resources: ['r'], value: 'v', ttl: 10_000, previousDeadline: 1_050 });
+    const pending = extendOn({
+      members,
+      quorum: quorumOf(members.length),
+      settings: settings(clock),
+      resources: ['r'],
+      value: 'v',
+      ttl: 10_000,
+      previousDeadline: 1_050,
+    });
     await step(clock, 100);
     const result = await pending;
     expect(result.extended).toBe(false);
@@ -96,7 +113,15 @@ describe('extendOn: the decision', () => {
       const members = statuses.map((status, i) =>
         fakeMember(clock, `m${i}`, status === 'silent' ? 'extended' : status, status === 'silent' ? Infinity : 1 + i),
       );
-      const pending = extendOn({ members, settings: settings(clock), resources: ['r'], value: 'v', ttl: 10_000, previousDeadline: 5_000 });
+      const pending = extendOn({
+        members,
+        quorum: quorumOf(members.length),
+        settings: settings(clock),
+        resources: ['r'],
+        value: 'v',
+        ttl: 10_000,
+        previousDeadline: 5_000,
+      });
       await step(clock, 600);
       const result = await pending;
       return result.extended ? 'extended' : `${result.failure}${result.lostBecause ? `/${result.lostBecause}` : ''}`;
@@ -112,7 +137,15 @@ describe('extendOn: the decision', () => {
   it('after a failed round with a shorter ttl, only the shorter deadline holds', async () => {
     const clock = new ManualClock(0);
     const members = [fakeMember(clock, 'a', 'extended', 1), fakeMember(clock, 'b', 'extended', Infinity), fakeMember(clock, 'c', 'extended', Infinity)];
-    const pending = extendOn({ members, settings: settings(clock), resources: ['r'], value: 'v', ttl: 1_000, previousDeadline: 9_000 });
+    const pending = extendOn({
+      members,
+      quorum: quorumOf(members.length),
+      settings: settings(clock),
+      resources: ['r'],
+      value: 'v',
+      ttl: 1_000,
+      previousDeadline: 9_000,
+    });
     await step(clock, 600);
     const result = await pending;
     expect(result.extended).toBe(false);

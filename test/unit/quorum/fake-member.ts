@@ -44,7 +44,8 @@ import type {
   Refusal,
   ReleaseCall,
 } from '../../../src/members/member.js';
-import { silentLogger, type Settings } from '../../../src/options/settings.js';
+import { silentLogger } from '../../../src/diagnostics.js';
+import type { Settings } from '../../../src/options/settings.js';
 import { EPOCH_KEY, readersKeysIn, resourceKeys } from '../../../src/store/keys.js';
 import {
   acquireArgs,

@@ -9,11 +9,21 @@ import { attemptLock, type AttemptResult } from '../../../src/quorum/attempt.js'
 import { fenceToken } from '../../../src/quorum/fence.js';
 import type { Settings } from '../../../src/options/settings.js';
 import { fakeMembers, FakeMember, releasedAfterAcquire, runFor, settingsOn, settle } from './fake-member.js';
+import { quorumOf } from '../../../src/tally.js';
 
 const waiter = { id: 'w', ticket: 0, leaseMs: 0 };
 
 function fenced(members: FakeMember[], settings: Settings, ttl = 10_000): Promise<AttemptResult> {
-  return attemptLock({ members, settings, resources: ['r'], ttl, deadlines: { timeoutMs: settings.nodeTimeout }, waiter, fencing: true });
+  return attemptLock({
+    members,
+    quorum: quorumOf(members.length),
+    settings,
+    resources: ['r'],
+    ttl,
+    deadlines: { timeoutMs: settings.nodeTimeout },
+    waiter,
+    fencing: true,
+  });
 }
 
 const syncs = (member: FakeMember) => member.callsOf('fence').filter((call) => call.mode === 'sync');
@@ -74,7 +84,10 @@ describe('fenceToken', () => {
     const stale = members.map(() => ({ highest: 1, trusted: true }));
     const fence = await settle(
       clock,
-      fenceToken({ members, settings: settingsOn(clock), resources: ['r'], value: 'v' }, { readings: stale, epochs: members.map((member) => member.epoch) }),
+      fenceToken(
+        { members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v' },
+        { readings: stale, epochs: members.map((member) => member.epoch) },
+      ),
     );
     expect(fence?.token).toBe(6);
     for (const member of members) expect(member.callsOf('fence').map((call) => call.token)).toEqual([2, 6]);
@@ -85,7 +98,10 @@ describe('fenceToken', () => {
     const members = fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 5 } }));
     members[0]!.hold('r', 'v', 10_000);
     const readings = members.map(() => ({ highest: 5, trusted: true }));
-    const fence = await settle(clock, fenceToken({ members, settings: settingsOn(clock), resources: ['r'], value: 'v' }, { readings, epochs: [] }));
+    const fence = await settle(
+      clock,
+      fenceToken({ members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v' }, { readings, epochs: [] }),
+    );
     expect(fence).toBeUndefined();
     expect(members.map((member) => member.counters.get('r'))).toEqual([6, 5, 5]);
   });

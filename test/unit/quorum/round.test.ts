@@ -15,6 +15,7 @@ import { ManualClock } from '../../../src/clock/index.js';
 import type { Member } from '../../../src/members/member.js';
 import { runRound, type RoundResult } from '../../../src/quorum/round.js';
 import type { LockAnswer } from '../../../src/quorum/votes.js';
+import { quorumOf } from '../../../src/tally.js';
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -33,6 +34,7 @@ function manualRound(clock: ManualClock, members: Member[], options: { timeoutMs
   const round = runRound<LockAnswer>({
     operation: 'acquire',
     members,
+    quorum: quorumOf(members.length),
     send: (_member, index) => new Promise<LockAnswer>((resolve) => (replies[index] = { answer: resolve })),
     counts: (answer) => answer === 'locked',
     waitForAll: false,
@@ -112,7 +114,19 @@ describe('a member working through a backlog of our calls is alive', () => {
       // 20 rounds at once: the last one's calls are 20th in line, answered 400 ms later, far past
       // a 50 ms timeout, but each member answers one of our earlier calls every 20 ms.
       for (let i = 0; i < 20; i++)
-        rounds.push(runRound({ operation: 'acquire', members, send, counts: (a) => a === 'locked', waitForAll: false, clock, timeoutMs: 50, limitMs }));
+        rounds.push(
+          runRound({
+            operation: 'acquire',
+            members,
+            quorum: quorumOf(members.length),
+            send,
+            counts: (a) => a === 'locked',
+            waitForAll: false,
+            clock,
+            timeoutMs: 50,
+            limitMs,
+          }),
+        );
       await runUntilIdle(clock);
       return Promise.all(rounds);
     };
@@ -132,7 +146,19 @@ describe('a member working through a backlog of our calls is alive', () => {
     const send = (member: Member, index: number) => (index < 2 ? backlog.send(member, index) : new Promise<LockAnswer>(() => {}));
     const rounds: Promise<RoundResult<LockAnswer>>[] = [];
     for (let i = 0; i < 30; i++)
-      rounds.push(runRound({ operation: 'acquire', members, send, counts: (a) => a === 'locked', waitForAll: true, clock, timeoutMs: 50, limitMs: 300 }));
+      rounds.push(
+        runRound({
+          operation: 'acquire',
+          members,
+          quorum: quorumOf(members.length),
+          send,
+          counts: (a) => a === 'locked',
+          waitForAll: true,
+          clock,
+          timeoutMs: 50,
+          limitMs: 300,
+        }),
+      );
     await runUntilIdle(clock);
     const results = await Promise.all(rounds);
     for (const result of results) {

@@ -1,10 +1,11 @@
 /**
- * Vote counting, checked exhaustively: quorumOf is the smallest strict majority, decide() says
- * 'won' / 'lost' / 'open' exactly when it should, and two disjoint sets of members can never both
- * reach quorum.
+ * Vote counting, checked exhaustively: quorumOf (src/tally.ts) is the smallest strict majority,
+ * decide() (src/quorum/round.ts, given that quorum) says 'won' / 'lost' / 'open' exactly when it
+ * should, and two disjoint sets of members can never both reach quorum.
  */
 import { describe, expect, it } from 'vitest';
-import { decide, type Decision, quorumOf } from '../../../src/tally.js';
+import { decide, type Decision } from '../../../src/quorum/round.js';
+import { quorumOf } from '../../../src/tally.js';
 
 const sizes = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
@@ -44,7 +45,7 @@ describe('decide', () => {
       const quorum = quorumOf(n);
       for (const { yes, no } of states(n)) {
         const expected: Decision = yes >= quorum ? 'won' : n - no < quorum ? 'lost' : 'open';
-        expect(decide(yes, no, n), `yes=${yes} no=${no} n=${n}`).toBe(expected);
+        expect(decide(yes, no, n, quorumOf(n)), `yes=${yes} no=${no} n=${n}`).toBe(expected);
         checked++;
       }
     }
@@ -52,16 +53,16 @@ describe('decide', () => {
   });
 
   it('is never open once every member has voted', () => {
-    for (const n of sizes(1, 9)) for (const yes of sizes(0, n)) expect(decide(yes, n - yes, n), `yes=${yes} n=${n}`).not.toBe('open');
+    for (const n of sizes(1, 9)) for (const yes of sizes(0, n)) expect(decide(yes, n - yes, n, quorumOf(n)), `yes=${yes} n=${n}`).not.toBe('open');
   });
 
   it('never changes its mind: more votes keep won won and lost lost', () => {
     for (const n of sizes(1, 9)) {
       for (const { yes, no } of states(n)) {
-        const now = decide(yes, no, n);
+        const now = decide(yes, no, n, quorumOf(n));
         if (now === 'open' || yes + no === n) continue;
-        expect(decide(yes + 1, no, n), `yes=${yes}+1 no=${no} n=${n}`).toBe(now);
-        expect(decide(yes, no + 1, n), `yes=${yes} no=${no}+1 n=${n}`).toBe(now);
+        expect(decide(yes + 1, no, n, quorumOf(n)), `yes=${yes}+1 no=${no} n=${n}`).toBe(now);
+        expect(decide(yes, no + 1, n, quorumOf(n)), `yes=${yes} no=${no}+1 n=${n}`).toBe(now);
       }
     }
   });
@@ -77,7 +78,7 @@ describe('decide', () => {
           const yesA = popcount(a);
           const yesB = popcount(b);
           // Client A's yes voters said no to B and vice versa: disjoint by construction.
-          const bothWon = decide(yesA, yesB, n) === 'won' && decide(yesB, yesA, n) === 'won';
+          const bothWon = decide(yesA, yesB, n, quorumOf(n)) === 'won' && decide(yesB, yesA, n, quorumOf(n)) === 'won';
           expect(bothWon, `n=${n} a=${a.toString(2)} b=${b.toString(2)}`).toBe(false);
           pairs++;
           if (b === 0) break;
