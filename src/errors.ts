@@ -163,10 +163,17 @@ export interface MemberVote<Answer extends string = LockAnswer> {
   quarantinedForMs?: number;
   /** 'quarantined' for good while it lasts: why this member does not count (not a master, may evict lock keys, the same server as another member). */
   notCounting?: string;
-  /** 'taken' / 'queued': part of this attempt's own hold is on the member all the same (a re-sent call: Refusal.holdsOwn). */
+  /** 'taken' / 'queued': part of this attempt's own hold is on the member all the same (a re-sent call: _acquired.lua, holdsAll). */
   holdsOwn?: true;
-  /** 'taken': the key there holds this waiter's handover value (Refusal.handedOver): it abandons that value. */
+  /** 'taken': the key there holds this waiter's handover value: it abandons that value. */
   handedOver?: true;
+  /**
+   * An acquire's answer: the member's epoch it ran in, and whether that epoch is past its
+   * quarantine (a fence sync may be bound only to such an epoch: src/quorum/fence.ts).
+   */
+  epoch?: { id: string; settled: boolean };
+  /** A fenced acquire's answer: the member's fence counter for the resources, and whether that reading is trusted. */
+  fence?: { highest: number; trusted: boolean };
 }
 
 const votePhrases: Record<string, string> = {

@@ -5,7 +5,7 @@
 import { acquireWithRetries, type Won } from './quorum/acquire-loop.js';
 import { traced, tracing } from './diagnostics.js';
 import { argumentError, LockAcquireError } from './errors.js';
-import { heldLockOf, Lock, type LockContext } from './lock/lock.js';
+import { Lock, type LockContext } from './lock/lock.js';
 import type { MemberClient } from './members/id.js';
 import { RedisMember } from './members/redis-member.js';
 import {
@@ -226,13 +226,13 @@ export class Redlock {
     }
     // Not through #acquire: a returned promise would cost the hot path two more ticks.
     const lockId = newWaiterId(this.#notifications.listener);
-    return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
+    return this.#lock(await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
   }
 
   /** acquire() for using(), whose options (acquire's and its own) are checked already. */
   async #acquire(names: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Lock> {
     const lockId = newWaiterId(this.#notifications.listener);
-    return this.#lock(lockId, names, await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
+    return this.#lock(await this.#traced(lockId, names, ttl, () => this.#loop(lockId, names, ttl, policy)));
   }
 
   /**
@@ -257,7 +257,7 @@ export class Redlock {
         throw error;
       }),
     );
-    return won === null ? null : this.#lock(lockId, names, won);
+    return won === null ? null : this.#lock(won);
   }
 
   /**
@@ -364,8 +364,8 @@ export class Redlock {
     );
   }
 
-  /** The handle of a won acquire: `lockId` names it in events and logs. */
-  #lock(lockId: string, resources: readonly string[], won: Won): Lock {
-    return new Lock(this.#context, heldLockOf(lockId, resources, won));
+  /** The handle of a won acquire (named by the lockId it was acquired as, in events and logs). */
+  #lock(won: Won): Lock {
+    return new Lock(this.#context, won);
   }
 }

@@ -8,7 +8,6 @@
 import { inspect } from 'node:util';
 import { clearBackgroundTimer, setBackgroundTimer, type BackgroundTimer } from '../clock/index.js';
 import { channels, debugging, traced, tracing } from '../diagnostics.js';
-import type { Won } from '../quorum/acquire-loop.js';
 import { LockExtendError, LockLostError } from '../errors.js';
 import type { Member } from '../members/member.js';
 import { checkTtl } from '../options/check.js';
@@ -29,7 +28,7 @@ export interface ReleaseResult {
   elapsedMs: number;
 }
 
-/** What a won acquire hands its Lock. */
+/** What a Lock is made from: a won acquire (quorum/acquire-loop.ts, Won: the same object), or an outer lock's data for a nested handle. */
 export interface HeldLock {
   id: string;
   resources: readonly string[];
@@ -47,12 +46,6 @@ export interface HeldLock {
    * own, so no expiry timer and no 'lost' event of its own (the outer lock has both).
    */
   borrowed?: boolean;
-}
-
-/** The HeldLock of a won acquire (Won: the acquire loop's result), named `id`. */
-export function heldLockOf(id: string, resources: readonly string[], won: Won): HeldLock {
-  const { value, deadline, fence, inLineAs, abandoned } = won;
-  return { id, resources, value, deadline, votes: won.round.votes, fence, inLineAs, abandoned };
 }
 
 /** What a Lock needs from its Redlock: the members, their quorum, and the settings. */

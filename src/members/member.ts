@@ -6,9 +6,9 @@
  * Each method is one script call (store/protocol.ts has its arguments and reply). Calls to one
  * member run in the order they were made (a release never overtakes the acquire it undoes).
  */
-import type { AcquireRequest, ExtendCall, ExtendReply, FenceCall, FenceReply, LeaveCall, Locked, Refusal, ReleaseCall } from '../store/protocol.js';
+import type { AcquireRequest, AcquireVote, ExtendCall, ExtendReply, FenceCall, FenceReply, LeaveCall, ReleaseCall } from '../store/protocol.js';
 
-export type { AcquireRequest, ExtendCall, ExtendReply, FenceCall, FenceReply, LeaveCall, Locked, Refusal, ReleaseCall };
+export type { AcquireRequest, AcquireVote, ExtendCall, ExtendReply, FenceCall, FenceReply, LeaveCall, ReleaseCall };
 
 export interface Member {
   /** How votes, logs and duplicate checks name the member (members/id.ts). */
@@ -29,7 +29,7 @@ export interface Member {
    * that made the call still waits for it (a call refused for another epoch is sent again, bound
    * to the epoch found, only while it does: members/epochs.ts).
    */
-  acquire(resources: readonly string[], request: AcquireRequest, open?: Open): Promise<Locked | Refusal>;
+  acquire(resources: readonly string[], request: AcquireRequest, open?: Open): Promise<AcquireVote>;
   /** Renews the keys' expiry to `ttlMs` if every one still holds `value`. */
   extend(resources: readonly string[], call: ExtendCall, open?: Open): Promise<ExtendReply>;
   /**

@@ -32,8 +32,7 @@ import {
   type FenceReply,
   type LeaderReading,
   type PermitCounts,
-  type Locked,
-  type Refusal,
+  type AcquireVote,
 } from '../store/protocol.js';
 import { EPOCH_KEY, leaderRecordKey, readersKeysIn, resourceKeys } from '../store/keys.js';
 import { clusterTopology } from './cluster.js';
@@ -209,7 +208,7 @@ export class RedisMember implements Member {
     return copies !== undefined && copies.runId === this.#server.runId ? copies.shas[script] : undefined;
   }
 
-  async acquire(resources: readonly string[], request: AcquireRequest, open?: Open): Promise<Locked | Refusal> {
+  async acquire(resources: readonly string[], request: AcquireRequest, open?: Open): Promise<AcquireVote> {
     const epochKey = this.#topology.epochKeyOf(resources);
     const script = isShared(request.value) ? 'quorumlockAcquireShared' : 'quorumlockAcquire';
     // `settled` is read when the call is bound (after a first epoch read, if one was needed).
@@ -228,16 +227,21 @@ export class RedisMember implements Member {
         if (error.code === codes.QUORUMLOCK_ERR_NOT_MASTER) return undefined;
         throw error;
       });
-    if (reply === undefined) return { quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' };
-    const answer = decodeAcquire(reply, settled, request.fencing);
-    if ('why' in answer) return answer;
+    if (reply === undefined) return { vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' };
+    const vote = decodeAcquire(reply, settled, request.fencing);
+    if (vote.vote === 'taken' || vote.vote === 'queued') return vote;
     // A client that was still connecting ran our call before its INFO ('ready' fires after
     // ioredis flushed its queues): wait for that reading before this yes may count.
     if (this.#server.facts === undefined) await this.#server.firstReading;
     // Past its quarantine: remember the epoch, so the script can skip reading the time next time.
-    if (answer.quarantinedForMs === 0 && answer.epoch !== undefined) this.#epochs.settle(epochKey, answer.epoch, request.quarantineMs);
-    const why = answer.notCounting ?? this.notCounting;
-    return why === undefined ? answer : { ...answer, quarantinedForMs: NOT_COUNTING, notCounting: why };
+    if (vote.epoch?.settled) this.#epochs.settle(epochKey, vote.epoch.id, request.quarantineMs);
+    const why = this.notCounting;
+    if (why === undefined) return vote;
+    // A member that must not count answers quarantined for good, with the reason.
+    vote.vote = 'quarantined';
+    vote.quarantinedForMs = NOT_COUNTING;
+    vote.notCounting = why;
+    return vote;
   }
 
   get notCounting(): string | undefined {

@@ -32,7 +32,12 @@ import { WaitInLine, type Kept, type Waiting, type WaitingSpec } from './wait.js
  * it until its release, which leaves every line (release.lua), instead of a round of its own now.
  * `abandoned`: handover values a member may still hold for it, which its release takes back.
  */
-export type Won = Win & { inLineAs?: string | undefined; abandoned?: string | undefined };
+/**
+ * A won acquire, as its Lock takes it (lock/lock.ts, HeldLock): the attempt's Win itself, named
+ * (`id`) and with what its release must also do (leave the lines it kept a place in, take back
+ * abandoned hand-overs). The same object throughout: no copy between the attempt and the Lock.
+ */
+export type Won = Win & { id: string; resources: readonly string[]; inLineAs?: string | undefined; abandoned?: string | undefined };
 
 /** One acquire: what it locks, where, under which policy, and the Redlock's wake-ups. */
 export interface RetryRequest extends Omit<WaitingSpec, 'place' | 'budgetEnd'> {
@@ -150,7 +155,7 @@ class AcquireRun {
         fence,
         ...(handed ? { handedOver: true as const } : {}),
       });
-    return kept ? { ...result, ...kept } : result;
+    return Object.assign(result, { id: this.#lockId, resources }, kept);
   }
 
   /** The error of an acquire that stopped trying, once its last rollback is done. */

@@ -36,7 +36,15 @@ export function newLockValue(): string {
 }
 
 export type AttemptResult =
-  | { won: true; value: string; round: RoundResult<LockAnswer>; deadline: number; fence: number | undefined }
+  | {
+      won: true;
+      value: string;
+      round: RoundResult<LockAnswer>;
+      /** The round's votes (the Lock keeps them). */
+      votes: readonly MemberVote<LockAnswer>[];
+      deadline: number;
+      fence: number | undefined;
+    }
   | {
       won: false;
       outcome: AttemptOutcome;
@@ -78,19 +86,14 @@ export interface AttemptRequest extends LockTarget {
 function acquireSender(resources: readonly string[], request: AcquireRequest, view: FenceView) {
   const { handover } = request;
   return (member: Member, index: number, open: Open): Promise<Answered<LockAnswer>> =>
-    member
-      .acquire(resources, handover ? { ...request, handover: { ...handover, stamp: memberStamp(handover.stamp, index) } } : request, open)
-      .then((result) => {
-        // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
-        if (request.quarantineMs > 0 && result.quarantinedForMs === 0) view.epochs[index] = result.epoch;
-        if ('why' in result)
-          return { vote: result.why, heldForMs: result.heldForMs, place: result.place, holdsOwn: result.holdsOwn, handedOver: result.handedOver };
-        if (result.fence) view.readings[index] = result.fence;
-        if (result.quarantinedForMs === 0) return 'locked';
-        if (channels.quarantine.hasSubscribers)
-          channels.quarantine.publish({ member: member.id, quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting });
-        return { vote: 'quarantined', quarantinedForMs: result.quarantinedForMs, notCounting: result.notCounting };
-      });
+    member.acquire(resources, handover ? { ...request, handover: { ...handover, stamp: memberStamp(handover.stamp, index) } } : request, open).then((vote) => {
+      // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
+      if (request.quarantineMs > 0 && vote.epoch?.settled) view.epochs[index] = vote.epoch.id;
+      if (vote.fence && (vote.vote === 'locked' || vote.vote === 'quarantined')) view.readings[index] = vote.fence;
+      if (vote.vote === 'quarantined' && channels.quarantine.hasSubscribers)
+        channels.quarantine.publish({ member: member.id, quarantinedForMs: vote.quarantinedForMs!, notCounting: vote.notCounting });
+      return vote;
+    });
 }
 
 /**
@@ -150,7 +153,7 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
   if (round.won && validityMs > 0 && (!fencing || fence !== undefined)) {
     // Established within the validity: now the members that did not take it may get it.
     fenced?.sync();
-    return { won: true, value, round, deadline, fence };
+    return { won: true, value, round, votes: round.votes, deadline, fence };
   }
   const outcome = round.won && validityMs > 0 ? 'unfenced' : failureOutcome(round.won, round.votes);
   return { won: false, outcome, round, validityMs, rollback: rollback(held, round.votes) };

@@ -226,13 +226,10 @@ class Round<Answer extends string> {
   #answered(index: number, member: Member, answer: Answered<Answer>): void {
     const ms = this.#spec.clock.now() - this.#startedAt;
     if (typeof answer === 'string') return this.#record(index, { member: member.id, vote: answer, ms });
-    const vote: MemberVote<Answer> = { member: member.id, vote: answer.vote, ms };
-    if (answer.heldForMs !== undefined) vote.heldForMs = answer.heldForMs;
-    if (answer.place !== undefined) vote.place = answer.place;
-    if (answer.quarantinedForMs !== undefined) vote.quarantinedForMs = answer.quarantinedForMs;
-    if (answer.notCounting !== undefined) vote.notCounting = answer.notCounting;
-    if (answer.holdsOwn) vote.holdsOwn = true;
-    if (answer.handedOver) vote.handedOver = true;
+    // The decoder's vote, recorded as it is: the member and the time are added to it.
+    const vote = answer as MemberVote<Answer>;
+    vote.member = member.id;
+    vote.ms = ms;
     this.#record(index, vote);
   }
 

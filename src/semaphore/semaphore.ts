@@ -22,7 +22,7 @@
 import type { Won } from '../quorum/acquire-loop.js';
 import { retryDelayMs } from '../quorum/wait.js';
 import { argumentError, LockAcquireError, SemaphoreUnavailableError, type AttemptRecord } from '../errors.js';
-import { heldLockOf, type LockContext } from '../lock/lock.js';
+import type { LockContext } from '../lock/lock.js';
 import { keepExtended } from '../lock/keep-extended.js';
 import { checkAcquireOptions, checkExtendThreshold, checkMaxExtensions, checkOptionsObject, checkTtl } from '../options/check.js';
 import { checkOptionNames, semaphoreAcquireOptionNames, semaphoreUsingOptionNames } from '../options/names.js';
@@ -175,7 +175,7 @@ export class Semaphore {
       const resources = this.#resources[index]!;
       try {
         const won = await this.#host.acquire(lockId, resources, ttl, { ...base, waitTimeout: Math.min(base.waitTimeout, leftMs) });
-        return new Permit(context, heldLockOf(lockId, resources, won), this.name, index);
+        return new Permit(context, won, this.name, index);
       } catch (error) {
         if (!(error instanceof LockAcquireError)) throw error;
         const offset = attempts.length;

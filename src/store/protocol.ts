@@ -10,7 +10,7 @@
  * handover; keys.ts) or the lock keys alone, with the member's epoch hash last where a script
  * keeps epochs or may hand a lock over.
  */
-import { protocolError } from '../errors.js';
+import { protocolError, type LockAnswer, type MemberVote } from '../errors.js';
 
 // --- acquire.lua ------------------------------------------------------------------------------
 
@@ -93,45 +93,11 @@ export const memberStamp = (stamp: string, memberIndex: number): string => `${st
 /** quarantinedForMs of a member that must not count at all while its condition lasts. */
 export const NOT_COUNTING = Number.MAX_SAFE_INTEGER;
 
-/** What the acquire script says when it does not lock: why, for how long, and our place in line. */
-export interface Refusal {
-  /** 'taken': held by another owner; 'queued': free, but kept for an earlier waiter. */
-  why: 'taken' | 'queued';
-  /**
-   * The longest remaining PTTL among the held keys; undefined when none is held, or when a key
-   * is held without an expiry (a user's key of the same name: it will not free itself).
-   */
-  heldForMs: number | undefined;
-  /** 0-based place in line; undefined when not in line. */
-  place: number | undefined;
-  /** The member's epoch id (undefined with quarantine and fencing off): a fence sync can be bound to it. */
-  epoch?: string;
-  /** That epoch's quarantine left (undefined with the quarantine off): a sync needs it past. */
-  quarantinedForMs?: number;
-  /**
-   * Some of the attempt's own keys (or reader entries) are here despite the refusal: a second run
-   * of the call found part of the first run's hold (_acquired.lua, holdsAll). Only then does the
-   * rollback need this member.
-   */
-  holdsOwn?: true;
-  /** The key holds this waiter's current handover value: a release handed it the lock before this attempt ran. */
-  handedOver?: true;
-}
-
-/** The keys were set on this member (or, for a non-master, nothing was set and it does not count). */
-export interface Locked {
-  /** > 0: the member's data is younger than the quarantine (or it must not count): its yes does not count. */
-  quarantinedForMs: number;
-  /**
-   * The id of the member's epoch this answer came from (undefined with quarantine and fencing
-   * off). Calls that depend on this answer (the fence sync) are bound to it.
-   */
-  epoch?: string;
-  /** With fencing: the member's fence counter, and whether that reading is trusted. */
-  fence?: { highest: number; trusted: boolean };
-  /** Why the member does not count at all (not a master, may evict, duplicate). */
-  notCounting?: string;
-}
+/**
+ * What one member said to an acquire: the vote itself, decoded from the script's reply and
+ * recorded as it is by the round (which adds the member and the time: quorum/round.ts).
+ */
+export type AcquireVote = Omit<MemberVote<LockAnswer>, 'member' | 'ms' | 'vote'> & { vote: LockAnswer };
 
 /** The acquire script's status codes (the first element of a tuple reply). */
 const ACQUIRE = { taken: 0, locked: 1, queued: 2, quarantined: 3 } as const;
@@ -145,7 +111,7 @@ export const acquireReply = {
   settled: () => 1 as const,
   locked: (quarantineLeftMs: number, epoch: string, fence: { highest: number; trusted: boolean } = { highest: 0, trusted: false }) =>
     [quarantineLeftMs > 0 ? ACQUIRE.quarantined : ACQUIRE.locked, quarantineLeftMs, fence.highest, fence.trusted ? 1 : 0, epoch] as const,
-  refused: (why: Refusal['why'], heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1, holdsOwn = false, handedOver = false) => {
+  refused: (why: 'taken' | 'queued', heldForMs: number, place = -1, epoch = '', quarantineLeftMs = -1, holdsOwn = false, handedOver = false) => {
     const reply: (number | string)[] = [why === 'taken' ? ACQUIRE.taken : ACQUIRE.queued, heldForMs, place, epoch, quarantineLeftMs, holdsOwn ? 1 : 0];
     // The script adds `handed` only when it is 1 (acquire.lua).
     if (handedOver) reply.push(1);
@@ -157,23 +123,24 @@ export const acquireReply = {
  * acquire.lua's reply. `settled` is the epoch id the call passed as already past its quarantine:
  * a bare 1 then means "locked, in that epoch". `fencing`: the call asked for the fence counter.
  */
-export function decodeAcquire(reply: number | unknown[], settled: string, fencing: boolean): Locked | Refusal {
-  if (reply === ACQUIRE.locked) return settled === '' ? { quarantinedForMs: 0 } : { quarantinedForMs: 0, epoch: settled };
+export function decodeAcquire(reply: number | unknown[], settled: string, fencing: boolean): AcquireVote {
+  if (reply === ACQUIRE.locked) return settled === '' ? { vote: 'locked' } : { vote: 'locked', epoch: { id: settled, settled: true } };
   const [status, a, b, c, epoch] = reply as [number, number, number, number | string, string | undefined];
   if (status === ACQUIRE.locked || status === ACQUIRE.quarantined) {
-    const locked: Locked = { quarantinedForMs: a };
-    if (epoch !== undefined) locked.epoch = String(epoch);
-    if (fencing) locked.fence = { highest: b, trusted: c === 1 };
-    return locked;
+    const vote: AcquireVote = a > 0 ? { vote: 'quarantined', quarantinedForMs: a } : { vote: 'locked' };
+    if (epoch !== undefined) vote.epoch = { id: String(epoch), settled: a === 0 };
+    if (fencing) vote.fence = { highest: b, trusted: c === 1 };
+    return vote;
   }
   if (status !== ACQUIRE.taken && status !== ACQUIRE.queued) throw protocolError(`unexpected reply from the acquire script: ${JSON.stringify(reply)}`);
-  const refusal: Refusal = { why: status === ACQUIRE.taken ? 'taken' : 'queued', heldForMs: a >= 0 ? a : undefined, place: b >= 0 ? b : undefined };
-  if (typeof c === 'string' && c !== '') refusal.epoch = c;
+  const vote: AcquireVote = { vote: status === ACQUIRE.taken ? 'taken' : 'queued' };
+  if (a >= 0) vote.heldForMs = a;
+  if (b >= 0) vote.place = b;
   const left = (reply as unknown[])[4];
-  if (typeof left === 'number' && left >= 0) refusal.quarantinedForMs = left;
-  if ((reply as unknown[])[5] === 1) refusal.holdsOwn = true;
-  if ((reply as unknown[])[6] === 1) refusal.handedOver = true;
-  return refusal;
+  if (typeof c === 'string' && c !== '') vote.epoch = { id: c, settled: left === 0 };
+  if ((reply as unknown[])[5] === 1) vote.holdsOwn = true;
+  if ((reply as unknown[])[6] === 1) vote.handedOver = true;
+  return vote;
 }
 
 // --- extend.lua -------------------------------------------------------------------------------

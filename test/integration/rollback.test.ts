@@ -99,7 +99,7 @@ it('a late copy of a won acquire (a delayed link delivers it after the win) leav
   // The same call (its value, waiter and ticket) run once more on member 0, as a late copy would.
   const request = { value: lock.value, ttlMs: 10_000, waiter: { id: lock.id, ticket: Date.now(), leaseMs: 0 }, quarantineMs: 0, fencing: false };
   const late = await contextOf(redlock).members[0]!.acquire([resource], request);
-  expect('why' in late).toBe(false); // granted again, not refused
+  expect(late.vote).toBe('locked'); // granted again, not refused
   expect(await Promise.all(servers.clients.map((c) => c.get(resource)))).toEqual([lock.value, lock.value, 'another owner']);
   expect(await other.tryAcquire(resource, 10_000)).toBeNull();
   await lock.release();
@@ -114,7 +114,7 @@ it('a refusal that finds part of the attempt’s hold (one of its keys gone betw
   await servers.clients[0]!.set(b, 'another owner', 'PX', 60_000);
   const request = { value: 'attempt-value', ttlMs: 10_000, waiter: { id: 'x.1.1', ticket: Date.now(), leaseMs: 0 }, quarantineMs: 0, fencing: false };
   const refusal = await contextOf(redlock).members[0]!.acquire([a, b], request);
-  expect(refusal).toMatchObject({ why: 'taken', holdsOwn: true });
+  expect(refusal).toMatchObject({ vote: 'taken', holdsOwn: true });
   await Promise.all(servers.clients.map((c) => c.del(a, b)));
   await redlock.quit();
 });

@@ -255,7 +255,7 @@ describe('a rolling upgrade from quorumlock 0.1.0', () => {
     );
     const request = { value: 'old-attempt', ttlMs: 10_000, waiter: { id: oldId, ticket: Date.now(), leaseMs: 10_000 }, quarantineMs: 0, fencing: false };
     const refusals = await Promise.all(contextOf(redlock).members.map((member) => member.acquire([resource], request)));
-    expect(refusals.every((refusal) => 'why' in refusal && refusal.why === 'taken')).toBe(true);
+    expect(refusals.every((refusal) => refusal.vote === 'taken')).toBe(true);
     await lock.release();
     await eventually(async () => expect(heard).toEqual(Array(5).fill(`quorumlock:waiter:${oldId} ${resource}`)));
     for (const subscriber of subscribers) subscriber.disconnect();

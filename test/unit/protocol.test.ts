@@ -37,31 +37,34 @@ describe('script protocol', () => {
     ]);
   });
 
-  it('acquire replies decode to what they were built from', () => {
-    expect(decodeAcquire(acquireReply.settled(), 'e1', false)).toEqual({ quarantinedForMs: 0, epoch: 'e1' });
-    expect(decodeAcquire(acquireReply.settled(), '', false)).toEqual({ quarantinedForMs: 0 });
+  it('acquire replies decode into the vote itself', () => {
+    expect(decodeAcquire(acquireReply.settled(), 'e1', false)).toEqual({ vote: 'locked', epoch: { id: 'e1', settled: true } });
+    expect(decodeAcquire(acquireReply.settled(), '', false)).toEqual({ vote: 'locked' });
     expect(decodeAcquire([...acquireReply.locked(0, 'e2', { highest: 7, trusted: true })], '', true)).toEqual({
-      quarantinedForMs: 0,
-      epoch: 'e2',
+      vote: 'locked',
+      epoch: { id: 'e2', settled: true },
       fence: { highest: 7, trusted: true },
     });
-    expect(decodeAcquire([...acquireReply.locked(250, 'e3')], '', false)).toEqual({ quarantinedForMs: 250, epoch: 'e3' });
+    expect(decodeAcquire([...acquireReply.locked(250, 'e3')], '', false)).toEqual({
+      vote: 'quarantined',
+      quarantinedForMs: 250,
+      epoch: { id: 'e3', settled: false },
+    });
     // A status the decoder does not know is refused, never read as a refusal or a yes.
     expect(() => decodeAcquire([4], '', false)).toThrow(/unexpected reply from the acquire script/);
     expect(() => decodeAcquire([7, 0, 0, '', 0, 0], '', false)).toThrow(/unexpected reply from the acquire script/);
     expect(decodeAcquire([...acquireReply.refused('taken', 900, 2, 'e4', 0)], '', true)).toEqual({
-      why: 'taken',
+      vote: 'taken',
       heldForMs: 900,
       place: 2,
-      epoch: 'e4',
-      quarantinedForMs: 0,
+      epoch: { id: 'e4', settled: true },
     });
     // -2: held without an expiry (a user's key): no expiry to wait for.
-    expect(decodeAcquire([...acquireReply.refused('taken', -2)], '', false)).toEqual({ why: 'taken', heldForMs: undefined, place: undefined });
-    expect(decodeAcquire([...acquireReply.refused('queued', -1, 0)], '', false)).toEqual({ why: 'queued', heldForMs: undefined, place: 0 });
+    expect(decodeAcquire([...acquireReply.refused('taken', -2)], '', false)).toEqual({ vote: 'taken' });
+    expect(decodeAcquire([...acquireReply.refused('queued', -1, 0)], '', false)).toEqual({ vote: 'queued', place: 0 });
     // The script's 7th element: the key holds the caller's handover value.
     expect(decodeAcquire([...acquireReply.refused('taken', 900, 0, '', -1, false, true)], '', false)).toEqual({
-      why: 'taken',
+      vote: 'taken',
       heldForMs: 900,
       place: 0,
       handedOver: true,

@@ -39,9 +39,8 @@ import type {
   FenceCall,
   FenceReply,
   LeaveCall,
-  Locked,
+  AcquireVote,
   Member,
-  Refusal,
   ReleaseCall,
 } from '../../../src/members/member.js';
 import { silentLogger } from '../../../src/diagnostics.js';
@@ -234,16 +233,16 @@ export class FakeMember implements Member {
     return { highest, trusted };
   }
 
-  acquire(resources: readonly string[], request: AcquireRequest): Promise<Locked | Refusal> {
+  acquire(resources: readonly string[], request: AcquireRequest): Promise<AcquireVote> {
     return this.#call({ op: 'acquire', at: this.clock.now(), resources: [...resources], request }, () => {
       const script = isShared(request.value) ? 'quorumlockAcquireShared' : 'quorumlockAcquire';
       const answer = decodeAcquire(this.#write(script, resourceKeys(resources), acquireArgs(request, '')) as number | unknown[], '', request.fencing);
-      if ('why' in answer) {
+      if (answer.vote === 'taken' || answer.vote === 'queued') {
         if (!answer.holdsOwn) this.refused.add(request.value);
         return answer;
       }
       // As RedisMember says it: a member that must not count answers quarantined for good.
-      return this.notCounting === undefined ? answer : { ...answer, quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting };
+      return this.notCounting === undefined ? answer : { ...answer, vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting };
     });
   }
 
