@@ -154,7 +154,7 @@ export class Redlock {
     const results = await onEveryMember({
       operation: 'trust',
       members: this.#members,
-      call: (member) => member.trust(maxLockTtl),
+      call: (member, callAgeMs) => member.trust(maxLockTtl, callAgeMs),
       timeoutMs,
       clock,
     });
@@ -180,7 +180,7 @@ export class Redlock {
     const results = await onEveryMember({
       operation: 'restore',
       members: this.#members,
-      call: (member) => member.restoreFencing(floor),
+      call: (member, callAgeMs) => member.restoreFencing(floor, callAgeMs),
       timeoutMs,
       clock: this.settings.clock,
     });

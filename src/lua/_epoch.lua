@@ -57,6 +57,7 @@ local function currentEpoch(epoch, evictions)
   end
   local runId, replid = BOUND_RUN_ID or infoField(redis.call('INFO', 'server'), 'run_id'), infoField(replication, 'master_replid')
   local id, since, owner, lineage, evicted = unpack(redis.call('HMGET', epoch, 'id', 'since', 'run_id', 'replid', 'evicted'))
+  local replaced = id
   local evictedNow
   if evictions or not id then
     evictedNow = infoField(redis.call('INFO', 'stats'), 'evicted_keys')
@@ -81,6 +82,10 @@ local function currentEpoch(epoch, evictions)
   id = time[1] .. string.format('%06d', tonumber(time[2]))
   since = tostring(nowMs)
   redis.call('HSET', epoch, 'id', id, 'since', since, 'run_id', runId, 'replid', replid, 'evicted', evictedNow)
+  -- It replaced an epoch of another lineage (or one that evicted): not a member with no data yet.
+  if replaced then
+    redis.call('HSET', epoch, 'replaced', '1')
+  end
   return id, since
 end
 

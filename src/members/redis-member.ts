@@ -41,7 +41,7 @@ import type { ExtendCall, FenceCall, LeaveCall, Member, Open, ReleaseCall } from
 import type { Topology } from './topology.js';
 import { watchServer, type ServerWatch } from './watch.js';
 import { epochBookOf, type EpochBook } from './epochs.js';
-import { codes, epochTooNewError } from '../errors.js';
+import { codes, epochTooNewError, notMasterError } from '../errors.js';
 import { serverFacts } from '../store/server.js';
 
 /**
@@ -324,8 +324,10 @@ export class RedisMember implements Member {
   }
 
   /** The epoch of `epochKey` as the member has it now (epoch.lua): its id, and how long ago it began. */
-  #readEpoch(epochKey: string): Promise<{ id: string; ageMs: number }> {
-    return this.#call<[string, number]>({ script: 'quorumlockEpoch', keys: [epochKey], args: [] }).then(decodeEpoch);
+  #readEpoch(epochKey: string): Promise<{ id: string; ageMs: number; fresh: boolean }> {
+    return this.#call<unknown>({ script: 'quorumlockEpoch', keys: [epochKey], args: [] }).then(decodeEpoch, (error: Error) => {
+      throw error.message?.startsWith('QUORUMLOCK_ROLE') ? notMasterError(this.id) : error;
+    });
   }
 
   /**
@@ -333,32 +335,40 @@ export class RedisMember implements Member {
    * whatever ttl callers use, absent fence counters read as 0. Resolves with the quarantine ms
    * (of `quarantineMs`) that were left. On a cluster, for every slot's epoch.
    */
-  trust(quarantineMs: number): Promise<number> {
-    return this.#onEveryEpoch(trustArgs('new', quarantineMs));
+  trust(quarantineMs: number, callAgeMs: () => number): Promise<number> {
+    return this.#onEveryEpoch(trustArgs('new', quarantineMs), callAgeMs);
   }
 
   /** Raises the fence counter of the current epoch to at least `floor` and trusts it (trust.lua 'floor'). */
-  restoreFencing(floor: number): Promise<number> {
-    return this.#onEveryEpoch(trustArgs('floor', floor));
+  restoreFencing(floor: number, callAgeMs: () => number): Promise<number> {
+    return this.#onEveryEpoch(trustArgs('floor', floor), callAgeMs);
   }
 
   /**
    * The largest reply of trust.lua on every epoch hash of the member, each call bound to the epoch
    * read for it in this call (#write). An operator speaks of the members as they were when the
-   * call began: a reading that may come from another server process (the connection was lost
-   * when the call began, or became ready again meanwhile: ioredis re-sends an unanswered read to
-   * a restarted process) is refused, not trusted. A client's very first connection is accepted. (A Cluster's node restarts do not show in its
-   * client's readiness: there only the binding of the write itself holds.)
+   * call began, so a reading that may be of another epoch than the one there then is refused, not
+   * trusted:
+   * - one that may come from another server process: the connection was lost when the call began,
+   *   or became ready again meanwhile (ioredis re-sends an unanswered read to a restarted
+   *   process). A client's very first connection is the one meant (a one-off script's): for it the
+   *   call begins when it is first ready. A Cluster's node restarts do not show in its client's
+   *   readiness: there the age below and the binding of the write hold;
+   * - an epoch that began after the call did (`callAgeMs`, on the Redlock's clock), over the same
+   *   connection: a failover or failback, a resync, an eviction (the epoch hash was there, with
+   *   another lineage). An epoch that began on a member with no hash at all (`fresh`) is the new
+   *   member the operator means to trust (a restart shows in the connection, above; a FLUSHALL
+   *   during the call does not: docs/operations.md).
    */
-  async #onEveryEpoch(args: string[]): Promise<number> {
-    // A client that never connected yet (a one-off script's): its first connection is the one meant.
+  async #onEveryEpoch(args: string[], callAgeMs: () => number): Promise<number> {
     const first = this.#server.connections === 0;
     const connection = first ? 1 : this.#server.connections;
     const ready = first || this.#client.status === 'ready';
     const replies = await Promise.all(
       this.#topology.everyEpochKey().map(async (key) => {
-        const { id } = await this.#readEpoch(key);
-        if (!ready || this.#server.connections !== connection) throw epochTooNewError(this.id, id);
+        const { id, ageMs, fresh } = await this.#readEpoch(key);
+        const began = !fresh && ageMs < callAgeMs();
+        if (!ready || this.#server.connections !== connection || began) throw epochTooNewError(this.id, id);
         this.#epochs.adopt(key, id);
         return this.#write<number>({ script: 'quorumlockTrust', keys: [], epochKey: key, args });
       }),

@@ -29,7 +29,8 @@ export interface MemberResult<T> {
 export interface OperatorCall<M extends RoundMember, T> {
   operation: RoundSpec<string>['operation'];
   members: readonly M[];
-  call(member: M): Promise<T>;
+  /** The call on one member; `callAgeMs()`: how long ago the operator's call began, on `clock`. */
+  call(member: M, callAgeMs: () => number): Promise<T>;
   timeoutMs: number;
   clock: Clock;
 }
@@ -38,6 +39,8 @@ export interface OperatorCall<M extends RoundMember, T> {
 export async function onEveryMember<M extends RoundMember, T>(spec: OperatorCall<M, T>): Promise<MemberResult<T>[]> {
   const { clock } = spec;
   const values = new Map<number, T>();
+  const startedAt = clock.now();
+  const callAgeMs = () => clock.now() - startedAt;
   const round = await runRound<'done'>({
     operation: spec.operation,
     // The round reads only RoundMember's fields of a member; sending is `call`'s.
@@ -45,7 +48,7 @@ export async function onEveryMember<M extends RoundMember, T>(spec: OperatorCall
     // Every member is heard and reported; what a quorum of them says is the caller's to judge.
     quorum: quorumOf(spec.members.length),
     send: (member, index) =>
-      spec.call(member as unknown as M).then((value) => {
+      spec.call(member as unknown as M, callAgeMs).then((value) => {
         values.set(index, value);
         return 'done' as const;
       }),

@@ -92,10 +92,11 @@ export function allClusterEpochKeys(): string[] {
  * The epoch hash's fields (src/lua/_epoch.lua writes them; trust.lua and _fence.lua read them):
  * id (unique per epoch: TIME to the µs), since (ms, the member's clock), run_id and replid (the
  * data's lineage), evicted (INFO stats evicted_keys when the epoch began: an eviction since ends
- * it for the scripts that grant on a key's absence), genesis ('1': declared brand new), floor (every resource's counter is at
+ * it for the scripts that grant on a key's absence), replaced ('1': the epoch replaced one of
+ * another lineage, rather than beginning on a member with no hash), genesis ('1': declared brand new), floor (every resource's counter is at
  * least this), max (the highest counter or floor). Each resource's counter is `fence:<name>`.
  */
-export const EPOCH_FIELDS = ['id', 'since', 'run_id', 'replid', 'evicted', 'genesis', 'floor', 'max'] as const;
+export const EPOCH_FIELDS = ['id', 'since', 'run_id', 'replid', 'evicted', 'replaced', 'genesis', 'floor', 'max'] as const;
 export type EpochFields = Partial<Record<(typeof EPOCH_FIELDS)[number], string>>;
 
 /** HMGET epoch ...EPOCH_FIELDS → an object. */

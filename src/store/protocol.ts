@@ -252,11 +252,14 @@ export const trustArgs = (mode: 'new' | 'floor', n: number): string[] => [mode, 
 
 // --- epoch.lua --------------------------------------------------------------------------------
 
-/** epoch.lua's reply: {epoch id, age ms}. KEYS: the epoch hash; no ARGV. */
-export function decodeEpoch(reply: unknown): { id: string; ageMs: number } {
-  if (!Array.isArray(reply) || typeof reply[0] !== 'string' || typeof reply[1] !== 'number')
+/**
+ * epoch.lua's reply: {epoch id, age ms, fresh 1/0} (`fresh`: the epoch began on a member that had
+ * no epoch hash, rather than replacing one: _epoch.lua, `replaced`). KEYS: the epoch hash; no ARGV.
+ */
+export function decodeEpoch(reply: unknown): { id: string; ageMs: number; fresh: boolean } {
+  if (!Array.isArray(reply) || typeof reply[0] !== 'string' || typeof reply[1] !== 'number' || (reply[2] !== 0 && reply[2] !== 1))
     throw protocolError(`epoch.lua: unexpected reply ${JSON.stringify(reply)}`);
-  return { id: reply[0], ageMs: reply[1] };
+  return { id: reply[0], ageMs: reply[1], fresh: reply[2] === 1 };
 }
 
 // --- leader.lua, election.lua ----------------------------------------------------------------

@@ -145,8 +145,12 @@ class Socket implements ServerSocket {
     network: Network,
     readonly incarnation: number,
   ) {
-    this.requests = new Link(network, owner.name, owner.server.port, 'request');
-    this.replies = new Link(network, owner.name, owner.server.port, 'reply');
+    this.requests = new Link(network, owner.name, owner.options.port, 'request');
+    this.replies = new Link(network, owner.name, owner.options.port, 'reply');
+  }
+
+  get client(): string {
+    return this.owner.name;
   }
 
   closed(): void {
@@ -187,6 +191,12 @@ export interface FakeClientOptions {
   enableOfflineQueue?: boolean;
   autoResendUnfulfilledCommands?: boolean;
   maxRetriesPerRequest?: number | null;
+  /**
+   * The address this client dials, when it is not the server's own: a second name of the same
+   * server (another host name or port forwarded to it), so that one server can be listed as two
+   * members. Links, holds and traces go by this port.
+   */
+  address?: { host: string; port: number };
 }
 
 const CONNECTION_CLOSED = 'Connection is closed.';
@@ -223,15 +233,17 @@ export class FakeRedis extends EventEmitter {
   #resubscribe: string[] | undefined;
   readonly #scripts = new Map<string, { lua: string; sha: string; numberOfKeys: number | undefined }>();
   #duplicates = 0;
+  readonly #address: { host: string; port: number } | undefined;
 
   constructor(server: FakeRedisServer, network: Network, options: FakeClientOptions) {
     super();
     this.server = server;
     this.network = network;
     this.name = options.name;
+    this.#address = options.address;
     this.options = {
-      host: server.host,
-      port: server.port,
+      host: options.address?.host ?? server.host,
+      port: options.address?.port ?? server.port,
       db: 0,
       enableOfflineQueue: options.enableOfflineQueue ?? true,
       autoResendUnfulfilledCommands: options.autoResendUnfulfilledCommands ?? true,
@@ -339,6 +351,7 @@ export class FakeRedis extends EventEmitter {
       enableOfflineQueue: this.options.enableOfflineQueue,
       autoResendUnfulfilledCommands: this.options.autoResendUnfulfilledCommands,
       maxRetriesPerRequest: this.options.maxRetriesPerRequest,
+      ...(this.#address ? { address: this.#address } : {}),
     });
     for (const [name, script] of this.#scripts) copy.defineCommand(name, script);
     return copy;
@@ -361,7 +374,7 @@ export class FakeRedis extends EventEmitter {
   dropConnection(): void {
     const socket = this.#socket;
     if (!socket) return;
-    this.network.record({ client: this.name, port: this.server.port, incarnation: socket.incarnation, what: 'reset' });
+    this.network.record({ client: this.name, port: this.options.port, incarnation: socket.incarnation, what: 'reset' });
     this.server.disconnect(socket);
     this._socketClosed(socket);
   }
@@ -410,7 +423,7 @@ export class FakeRedis extends EventEmitter {
     if (resent)
       this.network.record({
         client: this.name,
-        port: this.server.port,
+        port: this.options.port,
         incarnation: socket.incarnation,
         what: 'resend',
         command: command.name,
@@ -421,7 +434,7 @@ export class FakeRedis extends EventEmitter {
         const incarnation = this.server.incarnation;
         this.network.record({
           client: this.name,
-          port: this.server.port,
+          port: this.options.port,
           incarnation,
           what: 'run',
           command: command.name,
@@ -460,7 +473,7 @@ export class FakeRedis extends EventEmitter {
     if (socket !== this.#socket) return;
     socket.shut();
     this.#socket = undefined;
-    this.network.record({ client: this.name, port: this.server.port, incarnation: socket.incarnation, what: 'close' });
+    this.network.record({ client: this.name, port: this.options.port, incarnation: socket.incarnation, what: 'close' });
     // ioredis' closeHandler: what was written and not answered is kept for re-sending (only a
     // ready connection's; a connection that dies during its handshake loses only the ready check).
     if (this.status === 'ready' && this.#commandQueue.length > 0) this.#prevCommandQueue = this.#commandQueue;
@@ -511,7 +524,7 @@ export class FakeRedis extends EventEmitter {
     if (!this.server.connect(socket)) {
       socket.shut();
       if (this.listenerCount('error') > 0) {
-        const error = Object.assign(new Error(`connect ECONNREFUSED ${this.server.host}:${this.server.port}`), { code: 'ECONNREFUSED' });
+        const error = Object.assign(new Error(`connect ECONNREFUSED ${this.options.host}:${this.options.port}`), { code: 'ECONNREFUSED' });
         process.nextTick(() => this.emit('error', error));
       }
       return this.#closed();
@@ -537,7 +550,7 @@ export class FakeRedis extends EventEmitter {
     if (previous && this.options.autoResendUnfulfilledCommands) for (const command of previous) this.#write(socket, command, true);
     const offline = this.#offlineQueue.splice(0);
     for (const command of offline) this.#send(command);
-    this.network.record({ client: this.name, port: this.server.port, incarnation: socket.incarnation, what: 'ready' });
+    this.network.record({ client: this.name, port: this.options.port, incarnation: socket.incarnation, what: 'ready' });
     process.nextTick(() => this.emit('ready'));
   }
 }

@@ -27,6 +27,10 @@
  * keeping the run_id (a demoted master that full-resynced). pause() holds every command that
  * arrives until resume() (SIGSTOP, CLIENT PAUSE). evict() removes a key as an eviction does, and
  * counts it in INFO stats' evicted_keys (per process, as Redis' stats).
+ *
+ * For the exploration (explore.ts): onScript sees every script run (its text, KEYS, ARGV, reply
+ * and connection), hash() reads a hash without running a command, and rewrite (off unless set)
+ * changes the text a script runs as, to show that a property fails without a mechanism.
  */
 import type { ManualClock } from '../../src/clock/index.js';
 import { ErrorReply, type LuaVM, type Reply, sha1, sharedLuaVM, StatusReply } from './lua-vm.js';
@@ -40,6 +44,8 @@ export type Entry =
 
 /** One end of a client connection, as the server sees it. */
 export interface ServerSocket {
+  /** Which client process this connection belongs to (its name in traces), when it says. */
+  readonly client?: string;
   /** The process this socket is connected to closed it (it died, or the link was reset). */
   closed(): void;
   /** A pub/sub message for this (subscribed) connection. */
@@ -72,6 +78,16 @@ interface Process {
   commands: number;
   /** INFO stats evicted_keys: keys this process evicted (evict()), since it started. */
   evictedKeys: number;
+}
+
+/** One script run, for an observer (FakeRedisServer.onScript): the script's text as sent, its KEYS and ARGV, its reply. */
+export interface ScriptRun {
+  body: string;
+  keys: string[];
+  argv: string[];
+  reply: Reply;
+  /** The connection it came on (none for execute() without one). */
+  socket: ServerSocket | undefined;
 }
 
 /** One command from a client, run once the server gets to it (now, or at resume() when paused). */
@@ -107,6 +123,17 @@ export class FakeRedisServer {
   /** Every command run, for traces: [server ms, process incarnation, args]. Off unless `record`. */
   readonly log: { at: number; incarnation: number; args: string[]; reply: Reply }[] = [];
   record = false;
+  /**
+   * Called after every EVAL/EVALSHA that found its script (the exploration reads the epoch hash
+   * there: which epoch an operator's trust.lua wrote into, and when each epoch was first seen).
+   */
+  onScript: ((run: ScriptRun) => void) | undefined;
+  /**
+   * A mutation for experiments (never set by default): the text actually run for a script, e.g.
+   * trust.lua with its epoch check removed, to show that a property fails without its mechanism.
+   * The script keeps its sha (EVALSHA finds it), only what runs changes.
+   */
+  rewrite: ((body: string) => string) | undefined;
 
   #process: Process | undefined;
   #incarnations = 0;
@@ -304,6 +331,13 @@ export class FakeRedisServer {
     const process = this.#process;
     const entry = process && this.#lookup(process, key);
     return entry?.type === 'string' ? entry.value : undefined;
+  }
+
+  /** The fields of hash `key` now, without running a command (no stats move): undefined when there is none. */
+  hash(key: string): Record<string, string> | undefined {
+    const process = this.#process;
+    const entry = process && this.#lookup(process, key);
+    return entry?.type === 'hash' ? Object.fromEntries(entry.value) : undefined;
   }
 
   /** A snapshot of the keyspace (expired keys dropped), for assertions and traces. */
@@ -657,7 +691,10 @@ export class FakeRedisServer {
         }
         const keys = rest.slice(2, 2 + count);
         const argv = rest.slice(2 + count);
-        return this.#vm.run(sha, body, keys, argv, (callArgs) => this.#command(process, callArgs, undefined, true));
+        const text = this.rewrite ? this.rewrite(body) : body;
+        const reply = this.#vm.run(text === body ? sha : sha1(text), text, keys, argv, (callArgs) => this.#command(process, callArgs, undefined, true));
+        this.onScript?.({ body, keys, argv, reply, socket });
+        return reply;
       }
 
       default:

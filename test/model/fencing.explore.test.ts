@@ -18,36 +18,20 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { counterexampleReport, type Plan, planArbitrary, restartInFlightArbitrary, runPlan } from './explore.js';
+import { counterexampleReport, explore, type Plan, planArbitrary, restartInFlightArbitrary, runPlan } from './explore.js';
 
 const runs = Number(process.env.QUORUMLOCK_EXPLORE_RUNS ?? 0);
 const seed = Number(process.env.QUORUMLOCK_EXPLORE_SEED ?? 20_261_122);
 
-/** Checks `arbitrary`'s plans; on a failure, throws with the shrunk plan replayed and traced. */
-async function explore(arbitrary: fc.Arbitrary<Plan>, numRuns: number): Promise<void> {
-  const result = await fc.check(
-    fc.asyncProperty(arbitrary, async (plan) => {
-      const outcome = await runPlan(plan);
-      if (outcome.violations.length > 0) throw new Error(outcome.violations.join('\n'));
-    }),
-    // Shrinking a failure replays plans for a while: bounded, so a failure reports in time.
-    { seed, numRuns, interruptAfterTimeLimit: 90_000, markInterruptAsFailure: false },
-  );
-  if (result.failed && result.counterexample) {
-    const [plan] = result.counterexample;
-    throw new Error(
-      `counterexample after ${result.numRuns} plans and ${result.numShrinks} shrinks (seed ${result.seed}, path ${result.counterexamplePath}):\n${await counterexampleReport(plan)}`,
-    );
-  }
-  expect(result.failed).toBe(false);
-}
+/** Checks `arbitrary`'s plans (explore.ts); on a failure, throws with the shrunk plan replayed and traced. */
+const check = (arbitrary: fc.Arbitrary<Plan>, numRuns: number) => explore(arbitrary, { numRuns, seed });
 
 describe('exploration of interleavings (issue 10)', () => {
   it(
     "a member restarted with a client's commands in flight (re-sent into the new process) never makes a fence token repeat or go back (defect 1)",
     { timeout: 180_000 },
     async () => {
-      await explore(restartInFlightArbitrary(), runs || 100);
+      await check(restartInFlightArbitrary(), runs || 100);
     },
   );
 
@@ -55,7 +39,7 @@ describe('exploration of interleavings (issue 10)', () => {
     'any plan of contention, held links, pauses, resets, restarts, failbacks and evictions: tokens only increase, one holder at a time',
     { timeout: 180_000 },
     async () => {
-      await explore(planArbitrary(), runs || 40);
+      await check(planArbitrary(), runs || 40);
     },
   );
 

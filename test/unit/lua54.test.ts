@@ -238,7 +238,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
   /** epoch.lua on `epochKey` (it begins an epoch where there is none): the id, remembered for the bound calls after it. */
   async function readEpoch(epochKey = EPOCH_KEY): Promise<string> {
     const run = await clean('epoch.lua', epochLua, [epochKey], []);
-    expect(run.reply).toEqual([expect.stringMatching(/^\d{16}$/), expect.any(Number)]);
+    expect(run.reply).toEqual([expect.stringMatching(/^\d{16}$/), expect.any(Number), expect.any(Number)]);
     const id = (run.reply as Value[])[0] as string;
     known.set(epochKey, id);
     return id;
@@ -275,9 +275,9 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
   });
 
   it('acquire, trust, fence, extend, permits, release, leave and guard run clean and reply as the protocol says', async () => {
-    // A brand-new epoch, begun by the first read: 0 ms old; then quarantined, the fence counter untrusted.
+    // A brand-new epoch, begun by the first read (fresh: no hash before): 0 ms old; then quarantined, the fence counter untrusted.
     const epoch = await clean('epoch.lua', epochLua, [EPOCH_KEY], []);
-    expect(epoch.reply).toEqual([expect.any(String), 0]);
+    expect(epoch.reply).toEqual([expect.any(String), 0, 1]);
     const epochId = (epoch.reply as Value[])[0] as string;
     known.set(EPOCH_KEY, epochId);
     const first = await acquire(['lua54:a'], request('owner-a'));
@@ -298,8 +298,8 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const held = await acquire(['lua54:a'], request('other', { waiter: { id: 'proc.1.w1', ticket: 2, leaseMs: 5_000 } }));
     expect(held.reply).toEqual([0, 9_000, 0, epochId, 0, 0]);
 
-    // The epoch's age, on the member's clock.
-    expect((await clean('epoch.lua', epochLua, [EPOCH_KEY], [])).reply).toEqual([epochId, 1_000]);
+    // The epoch's age, on the member's clock; fresh: it began on a member with no epoch hash.
+    expect((await clean('epoch.lua', epochLua, [EPOCH_KEY], [])).reply).toEqual([epochId, 1_000, 1]);
 
     // extend: held by us, by another, gone.
     expect((await extend(['lua54:a'], 'owner-a')).reply).toBe(1);
@@ -560,6 +560,8 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     // Bound to the epoch found, the acquire runs: quarantined, a new epoch is not trusted.
     const again = await sends.acquire(epochKeyOf('acquire'));
     expect(again.reply).toEqual([3, 60_000, 0, 0, known.get(epochKeyOf('acquire'))]);
+    // epoch.lua says it replaced another (not fresh): an operator's trust begun before it refuses it.
+    expect((await clean('epoch.lua', epochLua, [epochKeyOf('trust')], [])).reply).toEqual([known.get(epochKeyOf('trust')), 0, 0]);
   });
 
   it('on a server that is not a plain master, epoch.lua and every write fail with QUORUMLOCK_ROLE and write nothing', async () => {
