@@ -154,7 +154,7 @@ export class Redlock {
     const results = await onEveryMember({
       operation: 'trust',
       members: this.#members,
-      call: (member, callAgeMs) => member.trust(maxLockTtl, callAgeMs),
+      call: (member, call) => member.trust(maxLockTtl, call),
       timeoutMs,
       clock,
     });
@@ -180,7 +180,7 @@ export class Redlock {
     const results = await onEveryMember({
       operation: 'restore',
       members: this.#members,
-      call: (member, callAgeMs) => member.restoreFencing(floor, callAgeMs),
+      call: (member, call) => member.restoreFencing(floor, call),
       timeoutMs,
       clock: this.settings.clock,
     });

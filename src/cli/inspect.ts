@@ -1,5 +1,5 @@
 /** `status`, `members` and `trust`: read-only views of the member set, and the operator's trust step. */
-import { Redlock, quorumOf } from '../index.js';
+import { Redlock, quorumOf, systemClock } from '../index.js';
 import { formatMs } from './duration.js';
 import { EXIT } from './errors.js';
 import { connect, type MemberUrl, type Tls } from './members.js';
@@ -223,6 +223,10 @@ export async function trust(options: InspectOptions, floor?: number): Promise<nu
         ready.map((index) => connected.clients[index]!),
         { maxLockTtl: options.maxLockTtl },
       );
+      // The members as the operator's process has read them, before the call: an epoch that
+      // replaced another during the call is refused unless its lineage was read first (this is the
+      // member `members` showed, restarted from disk or failed over: redis-member.ts, #onEveryEpoch).
+      for (let waited = 0; waited < timeoutMs && redlock.members.some((member) => member.role === undefined); waited += 10) await systemClock.sleep(10);
       answers =
         floor === undefined
           ? await redlock.trustMembers({ timeoutMs })

@@ -14,6 +14,7 @@ import {
   acquireArgs,
   decodeAcquire,
   decodeEpoch,
+  type EpochReading,
   decodeExtend,
   decodeFence,
   decodeLeaderRead,
@@ -93,6 +94,12 @@ interface ScriptCall {
   keys: readonly string[];
   args: readonly string[];
   epochKey?: string;
+}
+
+/** An operator's call as a member sees it: how long ago it began, and whether it still waits. */
+export interface OperatorCall {
+  ageMs(): number;
+  open: Open;
 }
 
 /** Cleanups (release, leave) are wanted until they ran: see release(). */
@@ -324,7 +331,7 @@ export class RedisMember implements Member {
   }
 
   /** The epoch of `epochKey` as the member has it now (epoch.lua): its id, and how long ago it began. */
-  #readEpoch(epochKey: string): Promise<{ id: string; ageMs: number; fresh: boolean }> {
+  #readEpoch(epochKey: string): Promise<EpochReading> {
     return this.#call<unknown>({ script: 'quorumlockEpoch', keys: [epochKey], args: [] }).then(decodeEpoch, (error: Error) => {
       throw error.message?.startsWith('QUORUMLOCK_ROLE') ? notMasterError(this.id) : error;
     });
@@ -335,13 +342,13 @@ export class RedisMember implements Member {
    * whatever ttl callers use, absent fence counters read as 0. Resolves with the quarantine ms
    * (of `quarantineMs`) that were left. On a cluster, for every slot's epoch.
    */
-  trust(quarantineMs: number, callAgeMs: () => number): Promise<number> {
-    return this.#onEveryEpoch(trustArgs('new', quarantineMs), callAgeMs);
+  trust(quarantineMs: number, call: OperatorCall): Promise<number> {
+    return this.#onEveryEpoch(trustArgs('new', quarantineMs), call);
   }
 
   /** Raises the fence counter of the current epoch to at least `floor` and trusts it (trust.lua 'floor'). */
-  restoreFencing(floor: number, callAgeMs: () => number): Promise<number> {
-    return this.#onEveryEpoch(trustArgs('floor', floor), callAgeMs);
+  restoreFencing(floor: number, call: OperatorCall): Promise<number> {
+    return this.#onEveryEpoch(trustArgs('floor', floor), call);
   }
 
   /**
@@ -354,21 +361,31 @@ export class RedisMember implements Member {
    *   process). A client's very first connection is the one meant (a one-off script's): for it the
    *   call begins when it is first ready. A Cluster's node restarts do not show in its client's
    *   readiness: there the age below and the binding of the write hold;
-   * - an epoch that began after the call did (`callAgeMs`, on the Redlock's clock), over the same
-   *   connection: a failover or failback, a resync, an eviction (the epoch hash was there, with
-   *   another lineage). An epoch that began on a member with no hash at all (`fresh`) is the new
-   *   member the operator means to trust (a restart shows in the connection, above; a FLUSHALL
-   *   during the call does not: docs/operations.md).
+   * - an epoch that replaced another after the call began (`callAgeMs`, on the Redlock's clock),
+   *   over the same connection, on data of a lineage the client had not read when the call began:
+   *   a failover or failback, a resync during the call. (One replaced by this very read, for a
+   *   lineage change the member's INFO showed before the call, is the member the operator saw.)
+   *   An epoch that began on a member with no hash at all (`fresh`) is the new member the
+   *   operator means to trust (a restart shows in the connection, above; a FLUSHALL or an
+   *   eviction during the call do not: docs/api.md).
    */
-  async #onEveryEpoch(args: string[], callAgeMs: () => number): Promise<number> {
-    const first = this.#server.connections === 0;
+  async #onEveryEpoch(args: string[], { ageMs: callAgeMs, open }: OperatorCall): Promise<number> {
+    // What the client read of its server before the call began (undefined: nothing yet, then an
+    // epoch that replaced another during the call is refused; the next call will have read it).
+    const known = this.#server.facts;
+    // Never connected, not one that lost its connection before this Redlock was made: ioredis
+    // counts a client's reconnect attempts (its Redis class's `retryAttempts`, 0 until the first).
+    const first = this.#server.connections === 0 && ((this.#client as unknown as { retryAttempts?: number }).retryAttempts ?? 0) === 0;
     const connection = first ? 1 : this.#server.connections;
     const ready = first || this.#client.status === 'ready';
     const replies = await Promise.all(
       this.#topology.everyEpochKey().map(async (key) => {
-        const { id, ageMs, fresh } = await this.#readEpoch(key);
-        const began = !fresh && ageMs < callAgeMs();
+        const { id, ageMs, fresh, runId, replid } = await this.#readEpoch(key);
+        const seen = known !== undefined && known.runId === runId && known.replid === replid;
+        const began = !fresh && !seen && ageMs < callAgeMs();
         if (!ready || this.#server.connections !== connection || began) throw epochTooNewError(this.id, id);
+        // Past the call's deadline it was reported as not answering: it must not write after all.
+        if (!open()) throw new Error(`quorumlock: ${this.id} answered after the call's deadline: nothing written`);
         this.#epochs.adopt(key, id);
         return this.#write<number>({ script: 'quorumlockTrust', keys: [], epochKey: key, args });
       }),

@@ -6,6 +6,7 @@
  * and read as fields.
  */
 import type { Cluster, Redis } from 'ioredis';
+import { setBackgroundTimer, systemClock } from '../clock/index.js';
 import type { Logger } from '../diagnostics.js';
 import { serverIdentity, whyNotCounting, type ServerFacts } from '../store/server.js';
 
@@ -44,6 +45,9 @@ const watches = new WeakMap<object, ServerWatch>();
  * server that is not a master (acquire.lua), and a failover or resync starts a new epoch there.
  */
 const SERVER_REFRESH_MS = 10_000;
+
+/** How soon a first reading that failed is tried again. */
+const FAILED_READING_RETRY_MS = 500;
 
 /**
  * INFO at connect, at every reconnect and every SERVER_REFRESH_MS: the role, the run id (which
@@ -84,7 +88,14 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
           watch.runId = facts.runId;
           for (const listener of watch.listeners) listener();
         },
-        (error: Error) => logger.warn({ member: id, error: error.message }, 'could not read the member INFO (ACL: allow +info)'),
+        (error: Error) => {
+          logger.warn({ member: id, error: error.message }, 'could not read the member INFO (ACL: allow +info)');
+          // Never read: no yes counts, as nothing says which server it is (quorum/round.ts counts
+          // a server once by its identity). Read again soon, not at the next refresh.
+          if (watch.facts !== undefined) return;
+          watch.why = `its server is not identified yet (INFO failed: ${error.message})`;
+          setBackgroundTimer(systemClock, read, FAILED_READING_RETRY_MS);
+        },
       )
       .finally(settleFirst);
   };

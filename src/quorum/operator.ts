@@ -29,8 +29,8 @@ export interface MemberResult<T> {
 export interface OperatorCall<M extends RoundMember, T> {
   operation: RoundSpec<string>['operation'];
   members: readonly M[];
-  /** The call on one member; `callAgeMs()`: how long ago the operator's call began, on `clock`. */
-  call(member: M, callAgeMs: () => number): Promise<T>;
+  /** The call on one member; `call.ageMs()`: how long ago the operator's call began, on `clock`; `call.open()`: whether it still waits. */
+  call(member: M, call: { ageMs(): number; open(): boolean }): Promise<T>;
   timeoutMs: number;
   clock: Clock;
 }
@@ -47,8 +47,8 @@ export async function onEveryMember<M extends RoundMember, T>(spec: OperatorCall
     members: spec.members as unknown as readonly Member[],
     // Every member is heard and reported; what a quorum of them says is the caller's to judge.
     quorum: quorumOf(spec.members.length),
-    send: (member, index) =>
-      spec.call(member as unknown as M, callAgeMs).then((value) => {
+    send: (member, index, open) =>
+      spec.call(member as unknown as M, { ageMs: callAgeMs, open }).then((value) => {
         values.set(index, value);
         return 'done' as const;
       }),

@@ -252,14 +252,24 @@ export const trustArgs = (mode: 'new' | 'floor', n: number): string[] => [mode, 
 
 // --- epoch.lua --------------------------------------------------------------------------------
 
-/**
- * epoch.lua's reply: {epoch id, age ms, fresh 1/0} (`fresh`: the epoch began on a member that had
- * no epoch hash, rather than replacing one: _epoch.lua, `replaced`). KEYS: the epoch hash; no ARGV.
- */
-export function decodeEpoch(reply: unknown): { id: string; ageMs: number; fresh: boolean } {
-  if (!Array.isArray(reply) || typeof reply[0] !== 'string' || typeof reply[1] !== 'number' || (reply[2] !== 0 && reply[2] !== 1))
+/** What epoch.lua says of a member's epoch. */
+export interface EpochReading {
+  id: string;
+  /** How long ago it began, on the member's clock. */
+  ageMs: number;
+  /** It began on a member that had no epoch hash, rather than replacing one (_epoch.lua, `replaced`). */
+  fresh: boolean;
+  /** The lineage of its data: the run id and replication id it was begun with. */
+  runId: string;
+  replid: string;
+}
+
+/** epoch.lua's reply: {epoch id, age ms, fresh 1/0, run id, replication id}. KEYS: the epoch hash; no ARGV. */
+export function decodeEpoch(reply: unknown): EpochReading {
+  const [id, ageMs, fresh, runId, replid] = Array.isArray(reply) ? (reply as unknown[]) : [];
+  if (typeof id !== 'string' || typeof ageMs !== 'number' || (fresh !== 0 && fresh !== 1) || typeof runId !== 'string' || typeof replid !== 'string')
     throw protocolError(`epoch.lua: unexpected reply ${JSON.stringify(reply)}`);
-  return { id: reply[0], ageMs: reply[1], fresh: reply[2] === 1 };
+  return { id, ageMs, fresh: fresh === 1, runId, replid };
 }
 
 // --- leader.lua, election.lua ----------------------------------------------------------------

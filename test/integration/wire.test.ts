@@ -38,6 +38,15 @@ function clients(options: RedisOptions = {}): Redis[] {
   return made;
 }
 
+/** One client of the test's own to master `index`, with `options`. */
+function connect(index: number, options: RedisOptions = {}): Redis {
+  const master = servers.masters[index]!;
+  const redis = new Redis({ host: master.host, port: master.port, ...options });
+  redis.on('error', () => {});
+  opened.push(redis);
+  return redis;
+}
+
 const ready = (redis: Redis) => eventually(async () => expect(redis.status).toBe('ready'), 10_000);
 
 describe('a write is bound to its epoch', () => {
@@ -125,6 +134,100 @@ describe('one server counts once', () => {
       await servers.masters[2]!.resume();
       await proxy.close();
     }
+  });
+});
+
+describe('a member not identified yet', () => {
+  /**
+   * A member whose first INFO reading failed (here: -BUSY, a long script from another client on
+   * the server at the moment the Redlock was made) has no identity until a reading succeeds. On
+   * 5a64be4 its yes counted without one, so the same server under two names counted twice in every
+   * round (found by review). Now such a member does not count until it is identified (watch.ts).
+   */
+  it('a member whose first INFO reading failed does not count until it is identified: one server never counts twice', async () => {
+    const a = connect(0);
+    const b = connect(0, { host: 'localhost', family: 4 }); // the same server as a, another name
+    const c = connect(2);
+    await Promise.all([a, b, c].map((r) => r.ping()));
+    const admin = connect(0);
+    await admin.config('SET', 'busy-reply-threshold', '20');
+    try {
+      // A long script from someone else: the server answers -BUSY to everything meanwhile.
+      const busy = admin.eval('local x = 0 for i = 1, 60000000 do x = x + i end return 1', 0).catch(() => undefined);
+      await sleep(50);
+      const redlock = new Redlock([a, b, c], { retryCount: 0, nodeTimeout: 500 });
+      await busy;
+      await sleep(3_000); // not a first-round race: the member stays identity-less until its next reading (10 s)
+      await servers.masters[2]!.pause();
+      const result = await redlock.acquire(fresh('twice'), 10_000).catch((error: unknown) => error);
+      if (!(result instanceof Error)) {
+        const lock = result as Lock;
+        const votes = lock.votes.map((v) => `${v.member}:${v.vote}:${v.notCounting ?? ''}`);
+        await servers.masters[2]!.resume();
+        await lock.release();
+        expect.fail(`won on one server: ${votes.join(' | ')}`);
+      }
+      expect(result).toBeInstanceOf(LockAcquireError);
+    } finally {
+      await servers.masters[2]!.resume();
+      await admin.config('SET', 'busy-reply-threshold', '5000');
+    }
+  });
+});
+
+describe('operator calls, bounded and bound', () => {
+  /**
+   * trustMembers({ timeoutMs }) reports a silent member as not trusted. On 5a64be4 its call was
+   * not cancelled: the epoch read answered later and the trust was written then, so the operator
+   * was told "not trusted" about a member that ended up trusted (found by review). Now the write
+   * is sent only while the call's round still waits.
+   */
+  it('a trust reported as timed out is not applied after the deadline', async () => {
+    // m2 restarted: a new, untrusted epoch (the harness trusted the first one).
+    await servers.masters[2]!.restart();
+    await eventually(async () => expect(await servers.clients[2]!.ping()).toBe('PONG'), 10_000);
+    const clients = [connect(0), connect(1), connect(2)];
+    await Promise.all(clients.map((r) => r.ping()));
+    const operator = new Redlock(clients, { maxLockTtl: 60_000 });
+    await operator
+      .acquire(fresh('warm'), 1_000)
+      .then((lock) => lock.release())
+      .catch(() => undefined); // epochs begun and read
+    expect(await servers.clients[2]!.hget('quorumlock:epoch', 'genesis')).toBeNull();
+    await servers.masters[2]!.pause();
+    const report = await operator.trustMembers({ timeoutMs: 300 });
+    expect(report[2]!.trusted).toBe(false);
+    await servers.masters[2]!.resume();
+    await sleep(300);
+    // Told not trusted, m2 is not trusted.
+    expect(await servers.clients[2]!.hget('quorumlock:epoch', 'genesis')).toBeNull();
+  });
+
+  /**
+   * A client with no connection counted is a one-off script's "first" connection; on 5a64be4 one
+   * that had been connected and lost its server before this Redlock was made counted as first
+   * too, and the member restarted empty during the call was trusted (found by review). Now only a
+   * client that never connected is first (ioredis counts its reconnect attempts).
+   */
+  it('a Redlock made while a client is reconnecting does not trust the process it reconnects to', async () => {
+    const resource = fresh('reconnecting');
+    const holder = await new Redlock(servers.connect(), { retryCount: 0 }).acquire(resource, 20_000);
+    await servers.clients[0]!.del(resource); // the lock rests on m1 and m2 only
+    const clients = [connect(0), connect(1), connect(2)];
+    await Promise.all(clients.map((r) => r.ping()));
+    await servers.masters[2]!.kill();
+    await eventually(async () => expect(clients[2]!.status).not.toBe('ready'));
+    const operator = new Redlock(clients, { retryCount: 0 });
+    const trusting = operator.trustMembers({ timeoutMs: 10_000 });
+    await sleep(100);
+    await servers.masters[2]!.restart();
+    const report = await trusting;
+    const second = await new Redlock(servers.connect(), { retryCount: 0 }).acquire(resource, 5_000).catch((error: unknown) => error);
+    const overlap = !(second instanceof Error);
+    if (overlap) await (second as Lock).release();
+    await holder.release().catch(() => undefined);
+    expect(report[2]!.trusted).toBe(false);
+    expect(overlap).toBe(false);
   });
 });
 

@@ -238,7 +238,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
   /** epoch.lua on `epochKey` (it begins an epoch where there is none): the id, remembered for the bound calls after it. */
   async function readEpoch(epochKey = EPOCH_KEY): Promise<string> {
     const run = await clean('epoch.lua', epochLua, [epochKey], []);
-    expect(run.reply).toEqual([expect.stringMatching(/^\d{16}$/), expect.any(Number), expect.any(Number)]);
+    expect(run.reply).toEqual([expect.stringMatching(/^\d{16}$/), expect.any(Number), expect.any(Number), expect.any(String), expect.any(String)]);
     const id = (run.reply as Value[])[0] as string;
     known.set(epochKey, id);
     return id;
@@ -277,7 +277,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
   it('acquire, trust, fence, extend, permits, release, leave and guard run clean and reply as the protocol says', async () => {
     // A brand-new epoch, begun by the first read (fresh: no hash before): 0 ms old; then quarantined, the fence counter untrusted.
     const epoch = await clean('epoch.lua', epochLua, [EPOCH_KEY], []);
-    expect(epoch.reply).toEqual([expect.any(String), 0, 1]);
+    expect(epoch.reply).toEqual([expect.any(String), 0, 1, server.runId, expect.any(String)]);
     const epochId = (epoch.reply as Value[])[0] as string;
     known.set(EPOCH_KEY, epochId);
     const first = await acquire(['lua54:a'], request('owner-a'));
@@ -299,7 +299,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     expect(held.reply).toEqual([0, 9_000, 0, epochId, 0, 0]);
 
     // The epoch's age, on the member's clock; fresh: it began on a member with no epoch hash.
-    expect((await clean('epoch.lua', epochLua, [EPOCH_KEY], [])).reply).toEqual([epochId, 1_000, 1]);
+    expect((await clean('epoch.lua', epochLua, [EPOCH_KEY], [])).reply).toEqual([epochId, 1_000, 1, server.runId, expect.any(String)]);
 
     // extend: held by us, by another, gone.
     expect((await extend(['lua54:a'], 'owner-a')).reply).toBe(1);
@@ -561,7 +561,7 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const again = await sends.acquire(epochKeyOf('acquire'));
     expect(again.reply).toEqual([3, 60_000, 0, 0, known.get(epochKeyOf('acquire'))]);
     // epoch.lua says it replaced another (not fresh): an operator's trust begun before it refuses it.
-    expect((await clean('epoch.lua', epochLua, [epochKeyOf('trust')], [])).reply).toEqual([known.get(epochKeyOf('trust')), 0, 0]);
+    expect((await clean('epoch.lua', epochLua, [epochKeyOf('trust')], [])).reply).toEqual([known.get(epochKeyOf('trust')), 0, 0, server.runId, expect.any(String)]);
   });
 
   it('on a server that is not a plain master, epoch.lua and every write fail with QUORUMLOCK_ROLE and write nothing', async () => {
