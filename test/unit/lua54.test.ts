@@ -561,7 +561,13 @@ describe.skipIf(luaVersion === undefined)(`every script under Lua 5.4 (${luaVers
     const again = await sends.acquire(epochKeyOf('acquire'));
     expect(again.reply).toEqual([3, 60_000, 0, 0, known.get(epochKeyOf('acquire'))]);
     // epoch.lua says it replaced another (not fresh): an operator's trust begun before it refuses it.
-    expect((await clean('epoch.lua', epochLua, [epochKeyOf('trust')], [])).reply).toEqual([known.get(epochKeyOf('trust')), 0, 0, server.runId, expect.any(String)]);
+    expect((await clean('epoch.lua', epochLua, [epochKeyOf('trust')], [])).reply).toEqual([
+      known.get(epochKeyOf('trust')),
+      0,
+      0,
+      server.runId,
+      expect.any(String),
+    ]);
   });
 
   it('on a server that is not a plain master, epoch.lua and every write fail with QUORUMLOCK_ROLE and write nothing', async () => {
