@@ -16,7 +16,7 @@ local held = redis.call('GET', KEYS[1])
 local left = 0
 local quarantine = tonumber(ARGV[1] or '0') or 0
 if quarantine > 0 then
-  local id, since = currentEpoch(KEYS[3])
+  local id, since = currentEpoch(KEYS[3], true)
   if not id then
     left = -1
   else

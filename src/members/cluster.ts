@@ -32,6 +32,13 @@ function clusterFacts(cluster: Cluster): Promise<ServerFacts> {
   });
 }
 
+/** The run ids of the Cluster's master nodes, once its client knows them (it is ready). */
+async function masterProcesses(cluster: Cluster): Promise<ReadonlySet<string>> {
+  if (cluster.status !== 'ready') await new Promise((resolve) => cluster.once('ready', resolve));
+  const ids = await Promise.all(cluster.nodes('master').map((node) => node.info('server').then((info) => serverFacts(info).runId)));
+  return new Set(ids);
+}
+
 export function clusterTopology(cluster: Cluster, keyPrefix: string): Topology {
   return {
     keysOf: (resources) => resourceKeys(resources, keyPrefix),
@@ -41,5 +48,6 @@ export function clusterTopology(cluster: Cluster, keyPrefix: string): Topology {
     readFacts: () => clusterFacts(cluster),
     // ioredis writes each call on its node's connection itself: nothing of ours to cork.
     oneSocket: false,
+    processes: () => masterProcesses(cluster),
   };
 }

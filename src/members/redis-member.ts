@@ -370,6 +370,11 @@ export class RedisMember implements Member {
    *   eviction during the call do not: docs/api.md).
    */
   async #onEveryEpoch(args: string[], { ageMs: callAgeMs, open }: OperatorCall): Promise<number> {
+    // A Cluster: the processes of its master nodes when the call began. An epoch read from any
+    // other (a node restarted, a replica promoted during the call: ioredis re-sends the read to
+    // it) is refused, fresh or not (the client's readiness does not show a node's restart).
+    const processes = await this.#topology.processes?.();
+    let failed = false;
     // What the client read of its server before the call began (undefined: nothing yet, then an
     // epoch that replaced another during the call is refused; the next call will have read it).
     const known = this.#server.facts;
@@ -382,8 +387,12 @@ export class RedisMember implements Member {
       this.#topology.everyEpochKey().map(async (key) => {
         const { id, ageMs, fresh, runId, replid } = await this.#readEpoch(key);
         const seen = known !== undefined && known.runId === runId && known.replid === replid;
-        const began = !fresh && !seen && ageMs < callAgeMs();
-        if (!ready || this.#server.connections !== connection || began) throw epochTooNewError(this.id, id);
+        const began = (!fresh && !seen && ageMs < callAgeMs()) || (processes !== undefined && !processes.has(runId));
+        // One refusal stops the call's other writes: no member is left half-trusted in silence.
+        if (!ready || this.#server.connections !== connection || began || failed) {
+          failed = true;
+          throw epochTooNewError(this.id, id);
+        }
         // Past the call's deadline it was reported as not answering: it must not write after all.
         if (!open()) throw new Error(`quorumlock: ${this.id} answered after the call's deadline: nothing written`);
         this.#epochs.adopt(key, id);

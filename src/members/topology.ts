@@ -19,4 +19,10 @@ export interface Topology {
   readonly readFacts: (() => Promise<ServerFacts>) | undefined;
   /** Our calls share one socket, which RedisMember may cork for a tick (not a Cluster's). */
   readonly oneSocket: boolean;
+  /**
+   * The run ids of the server processes that hold the member's data now (a Cluster's master
+   * nodes), for an operator's call to know which processes it began with; undefined for a
+   * member whose one connection shows a new process itself (RedisMember's connection count).
+   */
+  readonly processes?: (() => Promise<ReadonlySet<string>>) | undefined;
 }

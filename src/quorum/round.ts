@@ -235,9 +235,10 @@ class Round<Answer extends string> {
 
   #record(index: number, vote: MemberVote<Answer>): void {
     if (this.#closed) return; // a straggler after the decision changes nothing
-    // Checked first, as every publisher does: nothing is built for the event when nobody listens.
-    if (channels.vote.hasSubscribers) channels.vote.publish({ operation: this.#spec.operation, ...vote });
+    // Counted first: the event then says whether it counts (a duplicate's notCounting). Checked
+    // first, as every publisher does: nothing is built for the event when nobody listens.
     this.#count(index, vote);
+    if (channels.vote.hasSubscribers) channels.vote.publish({ operation: this.#spec.operation, ...vote });
     this.#settleIfDecided();
   }
 

@@ -29,6 +29,11 @@ it('publishes acquire, vote, extend, release, lost and quarantine events, never 
     await lock.extend(5_000).catch(() => undefined); // fails: lost
     await lock.release();
     await servers.clients[0]!.flushall();
+    // The first call after the flush finds another epoch there: refused, writing nothing, and sent
+    // again bound to the new epoch only while its round waits (members/epochs.ts). From then on
+    // the member's new epoch is known: the next acquire hears it is quarantined.
+    const learning = await redlock.acquire(fresh('learning'), 1_000);
+    await learning.release();
     const quarantined = await redlock.acquire(fresh('observed'), 1_000);
     await quarantined.release();
 
@@ -47,10 +52,11 @@ it('publishes acquire, vote, extend, release, lost and quarantine events, never 
     expect(named('quorumlock:lost')).toEqual([{ lockId: lock.id, resources: [resource], reason: 'extension failed', lostBecause: 'gone' }]);
     expect(ends[0]!.lockId).toBe(lock.id);
     // The lost lock's release is no second end of holding: only the quarantined lock's release shows.
-    expect(named('quorumlock:release').map((event) => event.lockId)).toEqual([quarantined.id]);
+    expect(named('quorumlock:release').map((event) => event.lockId)).toEqual([learning.id, quarantined.id]);
     expect(named('quorumlock:release')[0]).toMatchObject({ freed: true });
     // Member 0's quarantined answer may come after the others decided its round: wait for it.
-    await eventually(async () => expect(named('quorumlock:quarantine')).toEqual([expect.objectContaining({ member: redlock.members[0]!.id })]));
+    await eventually(async () => expect(named('quorumlock:quarantine')).toContainEqual(expect.objectContaining({ member: redlock.members[0]!.id })));
+    expect(named('quorumlock:quarantine').every((event) => event.member === redlock.members[0]!.id)).toBe(true);
     expect(JSON.stringify(seen)).not.toContain(lock.value);
   } finally {
     for (const stop of listeners) stop();
