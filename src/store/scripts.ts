@@ -21,7 +21,8 @@ import {
   trustLua,
 } from '../lua/sources.js';
 
-const scripts = {
+/** Every script quorumlock sends, by the name its command takes (commandNames adds a digest). */
+export const scripts = {
   quorumlockAcquire: acquireLua,
   quorumlockExtend: extendLua,
   quorumlockAcquireShared: acquireSharedLua,

@@ -58,8 +58,7 @@ import {
   NOT_COUNTING,
   releaseArgs,
 } from '../../../src/store/protocol.js';
-import type { ScriptName } from '../../../src/store/scripts.js';
-import { acquireLua, acquireSharedLua, epochLua, extendLua, extendSharedLua, fenceLua, leaveLua, releaseLua } from '../../../src/lua/sources.js';
+import { scripts } from '../../../src/store/scripts.js';
 import { ErrorReply, FakeRedisServer, type Reply } from '../../model/fake-redis.js';
 import { decodeReply } from '../../model/fake-client.js';
 import { sha1 } from '../../model/lua-vm.js';
@@ -101,17 +100,8 @@ interface Key {
   expiresAt: number;
 }
 
-/** The scripts this member sends, by the name RedisMember sends them under. */
-const SCRIPTS = {
-  quorumlockAcquire: acquireLua,
-  quorumlockAcquireShared: acquireSharedLua,
-  quorumlockExtend: extendLua,
-  quorumlockExtendShared: extendSharedLua,
-  quorumlockRelease: releaseLua,
-  quorumlockLeave: leaveLua,
-  quorumlockFence: fenceLua,
-  quorumlockEpoch: epochLua,
-} satisfies Partial<Record<ScriptName, string>>;
+/** The scripts this member sends, by the name RedisMember sends them under (store/scripts.ts). */
+const SCRIPTS = scripts;
 type Script = keyof typeof SCRIPTS;
 const SHAS = Object.fromEntries(Object.entries(SCRIPTS).map(([name, lua]) => [name, sha1(lua)])) as Record<Script, string>;
 
