@@ -61,9 +61,14 @@ describe('bound script copies', () => {
     expect(['error', 'pending']).toContain(flushedVote.vote);
     if (flushedVote.vote === 'error') expect(flushedVote.error!.message).toMatch(/NOSCRIPT/);
     await lock.release();
-    const [after] = await boundCopies(redlock);
+    // The member's NOSCRIPT (of the acquire, or of the release behind it) may be read after both
+    // rounds decided: wait for the new copy, which must carry a fresh text, never the old one.
+    const after = await eventually(async () => {
+      const [copy] = await boundCopies(redlock);
+      expect(copy!.shas.quorumlockAcquire).not.toBe(before!.shas.quorumlockAcquire);
+      return copy;
+    });
     expect(after!.runId).toBe(before!.runId);
-    expect(after!.shas.quorumlockAcquire).not.toBe(before!.shas.quorumlockAcquire); // a fresh copy, never the old text again
     // The new copy runs there: member 0 sets the key (its answer may come after the quorum's).
     const resource = fresh('flushed');
     const next = await redlock.acquire(resource, 5_000);
