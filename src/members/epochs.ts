@@ -79,11 +79,6 @@ export class EpochBook {
     this.#readOnce(epochKey).catch(() => undefined);
   }
 
-  /** The id last read for `epochKey`, if any. */
-  idOf(epochKey: string): string | undefined {
-    return this.#known.get(epochKey)?.id;
-  }
-
   /** The id of `epochKey`'s epoch if an acquire saw it past a quarantine of `quarantineMs`, else ''. */
   settledId(epochKey: string, quarantineMs: number): string {
     const known = this.#known.get(epochKey);
