@@ -85,8 +85,9 @@ export interface AttemptRequest extends LockTarget {
 
 function acquireSender(resources: readonly string[], request: AcquireRequest, view: FenceView) {
   const { handover } = request;
-  return (member: Member, index: number, open: Open): Promise<Answered<LockAnswer>> =>
-    member.acquire(resources, handover ? { ...request, handover: { ...handover, stamp: memberStamp(handover.stamp, index) } } : request, open).then((vote) => {
+  return (member: Member, index: number, open: Open): Promise<Answered<LockAnswer>> => {
+    const sent = handover ? { ...request, handover: { ...handover, stamp: memberStamp(handover.stamp, index) } } : request;
+    const answer = member.acquire(resources, sent, open).then((vote) => {
       // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
       if (request.quarantineMs > 0 && vote.epoch?.settled) view.epochs[index] = vote.epoch.id;
       if (vote.fence && (vote.vote === 'locked' || vote.vote === 'quarantined')) view.readings[index] = vote.fence;
@@ -94,6 +95,10 @@ function acquireSender(resources: readonly string[], request: AcquireRequest, vi
         channels.quarantine.publish({ member: member.id, quarantinedForMs: vote.quarantinedForMs!, notCounting: vote.notCounting });
       return vote;
     });
+    // A fenced attempt may wait a little for the stragglers' answers before its fence round.
+    if (request.fencing) (view.answers ??= []).push(answer);
+    return answer;
+  };
 }
 
 /**
@@ -134,9 +139,13 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
       signal,
     });
     if (round.won && fencing) {
-      // One turn of the event loop first: the round was decided at the quorum-th answer, and the
-      // others that reached the socket in the same poll are read now. Their epochs can then be
-      // synced if they lost their counter (fence.ts syncs only epochs known before its round).
+      // The round was decided at the quorum-th answer; the other members' answers are waited for
+      // a little (at most nodeTimeout), so that their epochs are known before the fence round is
+      // sent and can be synced if they lost their counter (fence.ts syncs only epochs known
+      // before its round: waiting longer keeps that, and validity is checked after). A member
+      // just restarted answers slowly (an empty script cache): without this, under load, it was
+      // often never synced, and a rolling restart ran out of trusted counters.
+      await Promise.race([Promise.allSettled(view.answers ?? []), clock.sleep(settings.nodeTimeout)]);
       await new Promise((resolve) => setImmediate(resolve));
       fenced = await fenceToken({ ...held, signal }, view);
     }

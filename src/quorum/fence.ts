@@ -18,6 +18,8 @@ export type FenceReading = { highest: number; trusted: boolean } | undefined;
 export interface FenceView {
   readings: FenceReading[];
   epochs: (string | undefined)[];
+  /** Every member's acquire answer, settled or not: the fence round may wait a little for stragglers. */
+  answers?: Promise<unknown>[];
 }
 
 /** The lock a token is issued for: its value on its resources, on these members, just won. */

@@ -102,7 +102,7 @@ describe('exploration of operator calls and of a new Redlock’s first round (is
     // (b) on its own, with (a) not checked: the second holder.
     const end = await runPlan(plan, { mutate: unbound, epochProperty: false });
     expect(end.violations).toEqual([
-      'fence token 1 for r handed to client 1 at 400.8 ms, after token 1 (client 0, at 0.8 ms)',
+      'fence token 1 for r handed to client 1 at 400.8 ms, after token 1 (client 0, at 50.8 ms)',
       'client 1 got the lock at 400.8 ms while client 0 held it (587.6 ms left)',
     ]);
   });
@@ -166,7 +166,7 @@ describe('exploration of operator calls and of a new Redlock’s first round (is
       expect.stringMatching(
         /^operator o0's trust \(started at 100\.4 ms\) marked genesis 7001's epoch \d+, whose data began at 105\.4 ms \(start\), after the call started$/,
       ),
-      'fence token 1 for r handed to client 1 at 400.8 ms, after token 1 (client 0, at 0.8 ms)',
+      'fence token 1 for r handed to client 1 at 400.8 ms, after token 1 (client 0, at 50.8 ms)',
       'client 1 got the lock at 400.8 ms while client 0 held it (587.6 ms left)',
     ]);
   });
