@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { processBackend } from '../harness/process.js';
 import type { MasterSet } from '../harness/types.js';
-import { fresh } from './util.js';
+import { eventually, fresh, hearsReleases, onMajority } from './util.js';
 import { resourceKeys } from '../../src/store/keys.js';
 
 /** The ACL rule from README ("TLS and ACL"), for lock names under `lock:`. */
@@ -166,12 +166,14 @@ it('an ACL user set up before hand-overs (without +hdel) still waits, is handed 
   const other = lockerClients('older-locker', 'older-secret');
   const redlock = new Redlock(clients);
   const waiter = new Redlock(other, { retryDelay: 5_000, retryJitter: 0 });
+  const admins = set.masters.map((master) => new Redis({ host: master.host, port: master.port, tls }));
   try {
     const resource = fresh('lock:older');
     for (let round = 0; round < 2; round++) {
       const lock = await redlock.acquire(resource, 5_000);
       const next = waiter.acquire(resource, 5_000, { waitTimeout: 3_000 });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // In line and listening on a majority: what hears the release (not a guess at how long that takes).
+      await eventually(async () => expect(onMajority(await hearsReleases(admins, resource))).toBe(true));
       expect((await lock.release()).freed).toBe(true);
       const handed = await next; // within 3 s: woken or handed the lock, not its 5 s retry
       expect((await handed.release()).freed).toBe(true);
@@ -184,7 +186,7 @@ it('an ACL user set up before hand-overs (without +hdel) still waits, is handed 
   } finally {
     await redlock.quit();
     await waiter.quit();
-    for (const client of [...clients, ...other]) client.disconnect();
+    for (const client of [...clients, ...other, ...admins]) client.disconnect();
   }
 });
 
