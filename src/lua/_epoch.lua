@@ -1,7 +1,7 @@
 -- The member's epoch: since when this server has held the data it holds, kept in a hash with what
 -- identifies that data's lineage (currentEpoch), and how much of its quarantine is left
 -- (quarantineLeft).
--- Provides: BOUND_RUN_ID, infoField, currentEpoch, quarantineLeft
+-- Provides: BOUND_RUN_ID, infoField, scriptedWrites, dataSince, currentEpoch, quarantineLeft
 -- Needs: _compat.lua (unpack), _time.lua (now, nowMs, readTime, time)
 
 -- The run id of the process this script text was loaded into, when the client loaded a copy of
@@ -23,6 +23,49 @@ local function infoField(info, field)
   -- Lines end in \r\n; a last line without one runs to the end of the text.
   local stop = string.find(info, '\r', from, true) or string.find(info, '\n', from, true) or #info + 1
   return string.sub(info, from, stop - 1)
+end
+
+-- Script calls that succeeded (or keys restored) on this process, by INFO commandstats: 0 only
+-- while no script has written anything here since the process started.
+local function scriptedWrites()
+  local count = 0
+  for name, calls, rest in string.gmatch(redis.call('INFO', 'commandstats'), 'cmdstat_([^:]+):calls=(%d+)([^\r\n]*)') do
+    local failed = 0
+    if string.find(name, '^eval') or string.find(name, '^fcall') then
+      failed = tonumber(string.match(rest, 'failed_calls=(%d+)') or '0')
+    elseif not string.find(name, '^restore') then
+      calls = 0
+    end
+    count = count + tonumber(calls) - failed
+  end
+  return count
+end
+
+-- Since when the quarantine of a new epoch counts (ms, server clock): when this server may last
+-- have taken a lock it has now forgotten, as far as it can prove. The quarantine keeps a new
+-- epoch's yes from counting until every lock it may have forgotten has expired; a lock expires
+-- at most a ttl after it was granted, so the moment taken must be no earlier than the last grant
+-- the member may have lost: never before the data loss. Proven case: the process started at S
+-- and since then has run no script that succeeded (so it granted no lock: every grant is a
+-- script), restored no key, was never promoted (second_repl_offset -1: its data never came by
+-- replication) and is not a Cluster node (keys migrate in). Then every lock key it ever held was
+-- granted before S, by an earlier process (a restart, with or without persistence: its last
+-- writes died with it), and the moment is S, whoever connects first and whenever: a member
+-- restarted and left idle is ready a quarantine after its restart. Whatever removed the data
+-- since (a FLUSHALL, a wipe, an eviction) removed only locks granted before S. S comes from
+-- uptime_in_seconds, the server's cached whole seconds less those of its start: TIME's seconds
+-- less it are the start's whole second (or a later one, when the cached clock lags), and the
+-- next second is past S (a later moment, never an earlier one). Any other new epoch (a promotion, a failback, a flush or eviction after our
+-- scripts ran, another application's scripts on the same server) counts from now: the first
+-- script that sees it, never before the loss. Known limit (docs/operations.md): CONFIG RESETSTAT
+-- clears the counts, so a flush after it, before any script of ours ran again, counts from S.
+local function dataSince(replication)
+  local server = redis.call('INFO', 'server')
+  local uptime = tonumber(infoField(server, 'uptime_in_seconds'))
+  if not uptime or infoField(server, 'redis_mode') ~= 'standalone' or infoField(replication, 'second_repl_offset') ~= '-1' or scriptedWrites() > 0 then
+    return nowMs
+  end
+  return math.min(nowMs, (tonumber(time[1]) - uptime + 1) * 1000)
 end
 
 -- The epoch of the data this server holds now in the hash `epoch`: its id and since, or nil when
@@ -80,8 +123,8 @@ local function currentEpoch(epoch, evictions)
   -- The server's time to the µs: a member never begins two epochs in one µs, and a call bound to
   -- an old epoch could find its id again only if the clock stepped back to that very µs.
   id = time[1] .. string.format('%06d', tonumber(time[2]))
-  since = tostring(nowMs)
-  redis.call('HSET', epoch, 'id', id, 'since', since, 'run_id', runId, 'replid', replid, 'evicted', evictedNow)
+  since = tostring(dataSince(replication))
+  redis.call('HSET', epoch, 'id', id, 'since', since, 'begun', nowMs, 'run_id', runId, 'replid', replid, 'evicted', evictedNow)
   -- It replaced an epoch of another lineage (or one that evicted): not a member with no data yet.
   if replaced then
     redis.call('HSET', epoch, 'replaced', '1')

@@ -76,6 +76,10 @@ interface Process {
   readonly channels: Map<string, Set<ServerSocket>>;
   readonly startedAt: number;
   commands: number;
+  /** INFO commandstats: per command name (lower case), its calls and the calls that failed. */
+  readonly commandStats: Map<string, { calls: number; failed: number }>;
+  /** Promoted (or resynced) since it started: INFO replication's second_repl_offset is no longer -1. */
+  promoted: boolean;
   /** INFO stats evicted_keys: keys this process evicted (evict()), since it started. */
   evictedKeys: number;
 }
@@ -207,6 +211,8 @@ export class FakeRedisServer {
       channels: new Map(),
       startedAt: this.nowMs(),
       commands: 0,
+      commandStats: new Map(),
+      promoted: false,
       evictedKeys: 0,
     };
   }
@@ -230,7 +236,9 @@ export class FakeRedisServer {
 
   /** A promotion: the same data under a new replication id. */
   failover(): void {
-    if (this.#process) this.#process.replid = this.#newId('replid');
+    if (!this.#process) return;
+    this.#process.replid = this.#newId('replid');
+    this.#process.promoted = true;
   }
 
   /** A full resync from another master: its data (cloned), a new replication id, the same run id. */
@@ -240,6 +248,8 @@ export class FakeRedisServer {
     const source = from ? from.#process : undefined;
     process.data = new Map([...(source?.data ?? new Map<string, Entry>())].map(([key, entry]) => [key, cloneEntry(entry)]));
     process.replid = source?.replid ?? this.#newId('replid');
+    // Only a replica resyncs, and it is promoted to be a master again (a new replication id).
+    process.promoted = true;
   }
 
   /** The current process's keyspace, copied (for probes that each continue from the same state). */
@@ -322,8 +332,19 @@ export class FakeRedisServer {
     if (!process) throw new Error(`fake-redis ${this.port}: down`);
     process.commands++;
     const reply = this.#command(process, args.map(String), socket, false);
+    this.countCall(String(args[0]), reply instanceof ErrorReply);
     if (this.record) this.log.push({ at: this.nowMs(), incarnation: process.incarnation, args: [...args], reply });
     return reply;
+  }
+
+  /** Counts a call of `command` in INFO commandstats (execute() does; a script run outside it may). */
+  countCall(command: string, failed: boolean): void {
+    const process = this.#process;
+    if (!process) throw new Error(`fake-redis ${this.port}: down`);
+    const stat = process.commandStats.get(command.toLowerCase()) ?? { calls: 0, failed: 0 };
+    stat.calls++;
+    if (failed) stat.failed++;
+    process.commandStats.set(command.toLowerCase(), stat);
   }
 
   /** The string value of `key` now (an expired key is dropped), without running a command: for probes. */
@@ -703,7 +724,8 @@ export class FakeRedisServer {
   }
 
   #info(process: Process, sections: string[]): string {
-    const uptime = Math.floor((this.nowMs() - process.startedAt) / 1000);
+    // As Redis counts it: whole seconds of now less whole seconds of the start (up to 1 s over).
+    const uptime = Math.floor(this.nowMs() / 1000) - Math.floor(process.startedAt / 1000);
     let expires = 0;
     for (const key of [...process.data.keys()]) {
       const entry = this.#lookup(process, key);
@@ -752,7 +774,7 @@ export class FakeRedisServer {
               `master_replid:${process.replid}`,
               'master_replid2:0000000000000000000000000000000000000000',
               'master_repl_offset:0',
-              'second_repl_offset:-1',
+              `second_repl_offset:${process.promoted ? 1 : -1}`,
               'repl_backlog_active:0',
             ]
           : [
@@ -766,6 +788,9 @@ export class FakeRedisServer {
               'master_replid2:0000000000000000000000000000000000000000',
               'master_repl_offset:0',
             ],
+      commandstats: [...process.commandStats].map(
+        ([name, { calls, failed }]) => `cmdstat_${name}:calls=${calls},usec=${calls},usec_per_call=1.00,rejected_calls=0,failed_calls=${failed}`,
+      ),
       cpu: ['used_cpu_sys:0.100000', 'used_cpu_user:0.100000'],
       cluster: ['cluster_enabled:0'],
       keyspace: process.data.size > 0 ? [`db0:keys=${process.data.size},expires=${expires},avg_ttl=0`] : [],
@@ -777,13 +802,16 @@ export class FakeRedisServer {
       persistence: 'Persistence',
       stats: 'Stats',
       replication: 'Replication',
+      commandstats: 'Commandstats',
       cpu: 'CPU',
       cluster: 'Cluster',
       keyspace: 'Keyspace',
     };
     const wanted = new Set<string>();
     for (const section of sections.length === 0 ? ['default'] : sections.map((s) => s.toLowerCase())) {
-      if (section === 'default' || section === 'all' || section === 'everything') Object.keys(all).forEach((name) => wanted.add(name));
+      // Redis' default section list leaves out commandstats (all and everything include it).
+      if (section === 'default') Object.keys(all).forEach((name) => name !== 'commandstats' && wanted.add(name));
+      else if (section === 'all' || section === 'everything') Object.keys(all).forEach((name) => wanted.add(name));
       else if (section in all) wanted.add(section);
       // Redis answers an unknown section with nothing, and so does this fake.
     }

@@ -174,6 +174,8 @@ class Lua54 {
       const [reply] = decode(tokens);
       if (hasFloat(reply)) pending.run.problems.push(`a float in the reply ${JSON.stringify(reply)}`);
       pending.run.reply = reply;
+      // A run outside the fake's EVAL: counted as Redis counts a script call (INFO commandstats).
+      this.server.countCall('evalsha', typeof reply === 'object' && reply !== null && 'err' in reply);
       pending.done(pending.run);
     } else pending.fail(new Error(`script failed: ${unhex(tokens[0] ?? '')}`));
   }
