@@ -139,6 +139,12 @@ export abstract class QuorumlockError extends Error {
  * (restarted, flushed or new) or it is not a master.
  */
 export type LockAnswer = 'locked' | 'taken' | 'queued' | 'quarantined';
+/**
+ * Extend: 'locked' = every key held our value and now has the new TTL; 'absent' = a key is gone
+ * there (expired, evicted, deleted, or forgotten in a restart or flush); 'taken' = a key holds
+ * another owner's value. Only 'locked' counts.
+ */
+export type ExtendAnswer = 'locked' | 'absent' | 'taken';
 /** Release: 'released' = our keys were deleted here; 'absent' = nothing of ours was left to delete. */
 export type ReleaseAnswer = 'released' | 'absent';
 /**
@@ -148,7 +154,12 @@ export type ReleaseAnswer = 'released' | 'absent';
  */
 export type NoAnswer = 'timeout' | 'error' | 'pending';
 
-export interface MemberVote<Answer extends string = LockAnswer> {
+/**
+ * What one member said in one round. `Answer` is the round's kind of answer; the default covers
+ * both rounds that leave a lock held (acquire and extend), so that `lock.votes`, which shows
+ * whichever came last, reads as `readonly MemberVote[]`.
+ */
+export interface MemberVote<Answer extends string = LockAnswer | ExtendAnswer> {
   /** The member, as host:port/db. */
   member: string;
   vote: Answer | NoAnswer;
@@ -327,6 +338,7 @@ export interface AttemptRecord {
   elapsedMs: number;
   /** ttl − elapsed − drift at the decision: positive only when 'taken'/'unavailable' cut it short. */
   validityMs: number;
+  /** What each member answered in this attempt's acquire round (never 'absent': that is an extend's answer). */
   votes: MemberVote[];
 }
 

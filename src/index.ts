@@ -34,10 +34,11 @@ export {
   type PermitReading,
   type LeadershipEnd,
   type LeaderVote,
+  type LeaderReading,
 } from './errors.js';
 export { minTtl } from './options/check.js';
 export { defaults, MAX_TTL_MS, type AcquireOptions, type OperatorOptions, type UsingOptions, type Settings, type RedlockOptions } from './options/settings.js';
-export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
+export type { MemberVote, LockAnswer, ExtendAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
 export { quorumOf } from './tally.js';
 export type { Election, Leadership, LeaderInfo, ElectionOptions, CampaignOptions, ObserveOptions } from './election/index.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
