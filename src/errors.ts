@@ -205,7 +205,9 @@ const votePhrases: Record<string, string> = {
  */
 export function describeVotes(votes: readonly MemberVote<string>[], yes: string = 'locked'): string {
   const counts = new Map<string, number>();
-  const uncounted = votes.filter((vote) => vote.notCounting !== undefined && vote.vote !== 'quarantined');
+  // A member that never counts shows as such, with its reason, whatever it answered: "quarantined"
+  // would send the reader to the restart quarantine, which is not what keeps it out.
+  const uncounted = votes.filter((vote) => vote.notCounting !== undefined);
   for (const vote of votes) if (!uncounted.includes(vote)) counts.set(vote.vote, (counts.get(vote.vote) ?? 0) + 1);
   const parts = [`${counts.get(yes) ?? 0}/${votes.length} ${votePhrases[yes] ?? yes}`];
   for (const [vote, phrase] of Object.entries(votePhrases)) {
@@ -214,7 +216,7 @@ export function describeVotes(votes: readonly MemberVote<string>[], yes: string 
     const error = vote === 'error' ? votes.find((other) => other.error)?.error : undefined;
     parts.push(`${count} ${phrase}${error ? ` (${error.message})` : ''}`);
   }
-  if (uncounted.length > 0) parts.push(`${uncounted.length} not counting (${uncounted[0]!.notCounting})`);
+  if (uncounted.length > 0) parts.push(`${uncounted.length} not counting (${[...new Set(uncounted.map((vote) => vote.notCounting))].join('; ')})`);
   return parts.join(', ');
 }
 
@@ -367,10 +369,14 @@ export class LockAcquireError extends QuorumlockError {
     readonly stoppedBecause: 'retries exhausted' | 'wait budget exhausted',
   ) {
     const last = attempts[attempts.length - 1];
+    // Trust ends a restart quarantine only: for members that never count it cannot help, so it is
+    // suggested only when some member is in its restart quarantine (no notCounting reason).
+    const restarting = last?.votes.some((vote) => vote.vote === 'quarantined' && vote.notCounting === undefined) ?? false;
     const hints: Partial<Record<AttemptOutcome, string>> = {
       expired: `, but validity was used up (${Math.round(last?.validityMs ?? 0)} ms left)`,
-      quarantined:
-        ': members whose data is younger than maxLockTtl (restarted, flushed or new) or that are not masters do not count; if they are brand new, declare them trusted with redlock.trustMembers()',
+      quarantined: restarting
+        ? ': members whose data is younger than maxLockTtl (restarted, flushed or new) do not count until it has passed; if they are brand new, declare them trusted with redlock.trustMembers()'
+        : ': members that never count cannot make a quorum, and trusting them would not change that: fix what their reason names, or lock on other members',
       unfenced:
         ': locked, but too few members have trusted fence counters to issue a token (members that lost their data do not count until a token is written to them; a brand-new deployment declares its members with redlock.trustMembers())',
     };

@@ -234,7 +234,8 @@ export class RedisMember implements Member {
         if (error.code === codes.QUORUMLOCK_ERR_NOT_MASTER) return undefined;
         throw error;
       });
-    if (reply === undefined) return { vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' };
+    // The server watch's reason when it has one (it says why: a replica, an INFO without a role).
+    if (reply === undefined) return { vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting ?? 'not a master' };
     const vote = decodeAcquire(reply, settled, request.fencing);
     if (vote.vote === 'taken' || vote.vote === 'queued') return vote;
     // A client that was still connecting ran our call before its INFO ('ready' fires after
