@@ -90,7 +90,7 @@ export class Election {
     const leadership = new Leadership({ name: this.name, id: this.id, ttl: this.ttl, settings, announce: (held, term) => this.#announce(held, term) }, lock);
     // Recorded before campaign() resolves: leader() names this leader from then on.
     await this.#announce(lock, leadership.term);
-    settings.logger.info({ election: this.name, id: this.id, term: leadership.term }, 'elected');
+    settings.logger.info({ election: this.name, id: this.id, term: leadership.term, lockId: lock.id }, 'elected');
     return leadership;
   }
 

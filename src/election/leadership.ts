@@ -150,7 +150,7 @@ export class Leadership {
     this.#clear();
     const { logger } = this.#context.settings;
     const error = new LeadershipLostError(this.election, this.term, why, cause === undefined ? undefined : { cause });
-    if (why !== 'resigned') logger.warn({ election: this.election, term: this.term, why }, 'leadership lost');
+    if (why !== 'resigned') logger.warn({ election: this.election, term: this.term, why, lockId: this.#lock.id }, 'leadership lost');
     this.#controller.abort(error);
     // No longer leading: let a successor in now rather than at the keys' expiry (resign() releases itself).
     if (why !== 'resigned') void this.#lock.release().catch(() => undefined);

@@ -182,6 +182,7 @@ export class Lock implements AsyncDisposable {
     clearBackgroundTimer(this.#context.settings.clock, this.#expiryTimer);
     this.#context.settings.logger.warn(
       {
+        lockId: this.id,
         resources: this.resources,
         reason: error.reason,
         lostBecause: error.lostBecause,
@@ -252,13 +253,13 @@ export class Lock implements AsyncDisposable {
     if (result.extended) {
       this.#votes = round.votes;
       this.#armExpiry();
-      if (debugging(settings.logger)) settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
+      if (debugging(settings.logger)) settings.logger.debug({ lockId: this.id, resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
       if (channels.extend.hasSubscribers) channels.extend.publish({ lockId: this.id, resources: this.resources, extended: true, elapsedMs: round.elapsedMs });
       return this;
     }
     const { failure: reason, lostBecause } = result;
     settings.logger.warn(
-      { resources: this.resources, reason, lostBecause, votes: describeVotes(round.votes), remainingMs: this.remainingMs() },
+      { lockId: this.id, resources: this.resources, reason, lostBecause, votes: describeVotes(round.votes), remainingMs: this.remainingMs() },
       'lock extension failed',
     );
     const error = new LockExtendError(this.resources, reason, round.votes, round.elapsedMs, lostBecause);
@@ -286,7 +287,7 @@ export class Lock implements AsyncDisposable {
    * show as 'pending' and run it when they get to it), or after nodeTimeout. Never throws for
    * members that are down; the result says what each answered. Safe to call more than once: each
    * call sends the release again and resolves with what it found, but only the first, if the lock
-   * was not lost before, publishes on 'quorumlock:release'.
+   * was not lost before, publishes on 'quorumlock:release' and writes the lock's end log line.
    */
   async release(): Promise<ReleaseResult> {
     if (!tracing.release.hasSubscribers) return this.#releaseOnce();
@@ -303,12 +304,15 @@ export class Lock implements AsyncDisposable {
     // Set before the round, so that a concurrent second call does not count as the first, and a
     // loss found meanwhile is not reported: holding ends with this release.
     const endsHolding = !this.#released && !this.#lost;
+    // Past its validity with nobody watching the expiry (no #lose): this release ends a lock
+    // that was no longer guaranteed, which its one end line says.
+    const overdueMs = settings.clock.now() - this.#deadline;
     this.#released = true;
     clearBackgroundTimer(settings.clock, this.#expiryTimer);
     // A release burst (thousands of locks released at once) queues on each member: a member still
     // answering our earlier calls is waited for while the lock would still be valid, so the
     // release is confirmed rather than reported unconfirmed.
-    const limitMs = Math.max(settings.nodeTimeout, this.#deadline - settings.clock.now());
+    const limitMs = Math.max(settings.nodeTimeout, -overdueMs);
     const round = await releaseOn({
       members,
       quorum,
@@ -322,18 +326,23 @@ export class Lock implements AsyncDisposable {
     });
     // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
     const freed = round.won;
-    if (freed) {
-      if (debugging(settings.logger)) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
-    } else
-      settings.logger.warn(
-        { resources: this.resources, votes: describeVotes(round.votes, 'released') },
-        'lock release not confirmed by a quorum; the keys expire by their TTL',
-      );
-    // Only the release that ends the holding: a second release(), or one after the lock was lost
-    // (which `lost` reported), is no new end, and a gauge would count it twice.
-    if (endsHolding && channels.release.hasSubscribers)
-      channels.release.publish({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs });
+    // Only the release that ends the holding, in the log as in the events: a second release(), or
+    // one after the lock was lost ('lock lost' said so), is no new end, and a reader counting
+    // ends (or a gauge) would count it twice.
+    if (endsHolding) {
+      this.#logEnd(freed, overdueMs, round.elapsedMs, round.votes);
+      if (channels.release.hasSubscribers) channels.release.publish({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs });
+    }
     return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
+  }
+
+  /** The lock's one end line, when a release ends it (#lose writes the other kind, 'lock lost'). */
+  #logEnd(freed: boolean, overdueMs: number, elapsedMs: number, votes: readonly MemberVote<ReleaseAnswer>[]): void {
+    const { logger } = this.#context.settings;
+    const lock = { lockId: this.id, resources: this.resources };
+    if (!freed) logger.warn({ ...lock, votes: describeVotes(votes, 'released') }, 'lock release not confirmed by a quorum; the keys expire by their TTL');
+    else if (overdueMs >= 0) logger.warn({ ...lock, overdueMs, elapsedMs }, 'lock released after its validity had run out: the work under it ran unprotected');
+    else if (debugging(logger)) logger.debug({ ...lock, elapsedMs }, 'lock released');
   }
 
   /** What JSON.stringify (and so a pino log line) shows of a lock: never the value. */
