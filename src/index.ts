@@ -1,4 +1,4 @@
-export { Redlock, type MemberStatus } from './redlock.js';
+export { Redlock, type MemberStatus, type TrustResult, type RestoreResult } from './redlock.js';
 export type { Semaphore, PermitHolder } from './semaphore/semaphore.js';
 export type { Permit } from './semaphore/permit.js';
 export type { SemaphoreOptions } from './semaphore/check.js';
@@ -42,8 +42,7 @@ export type { MemberVote, LockAnswer, ExtendAnswer, ReleaseAnswer, NoAnswer } fr
 export { quorumOf } from './tally.js';
 export type { Election, Leadership, LeaderInfo, ElectionOptions, CampaignOptions, ObserveOptions } from './election/index.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
-export { fencedWrite, fenceKeyOf } from './fencing/guard.js';
-export { guardLua as FENCE_GUARD_LUA } from './lua/sources.js';
+export { fencedWrite, fenceKeyOf, FENCE_GUARD_LUA } from './fencing/guard.js';
 export {
   channels,
   subscribeChannel,

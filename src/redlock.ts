@@ -44,6 +44,30 @@ export interface MemberStatus {
   readonly notCounting: string | undefined;
 }
 
+/** What trustMembers() says of one member. */
+export interface TrustResult {
+  /** The member, as host:port/db. */
+  member: string;
+  /** Its current epoch is now trusted: it counts at once, and its absent fence counters read 0. */
+  trusted: boolean;
+  /** What was left of its quarantine (of this Redlock's maxLockTtl) when it was trusted, ms. */
+  quarantineLeftMs?: number;
+  /** Why it was not trusted: no answer in time, not a master, an epoch newer than the call (EpochTooNewError). */
+  error?: Error;
+}
+
+/** What restoreFencing() says of one member. */
+export interface RestoreResult {
+  /** The member, as host:port/db. */
+  member: string;
+  /** Its fence counters are at the floor or above, and trusted. */
+  restored: boolean;
+  /** Its counter after the call. */
+  counter?: number;
+  /** Why it was not restored: no answer in time, not a master, an epoch newer than the call. */
+  error?: Error;
+}
+
 /**
  * using()'s error for a `work` that is no function. node-redlock v5's order,
  * using(resources, duration, settings, routine), puts an object where quorumlock expects the
@@ -79,6 +103,7 @@ export function contextOf(redlock: Redlock): LockContext {
  * await redlock.using('report:daily', 10_000, async (signal) => buildReport({ signal }));
  */
 export class Redlock {
+  /** The options it was made with, checked and with the defaults filled in; frozen. */
   readonly settings: Settings;
   readonly #members: readonly RedisMember[];
   readonly #context: LockContext;
@@ -148,7 +173,7 @@ export class Redlock {
    * or was re-established during it (its reading may be another process's). A member that does
    * not answer within `timeoutMs` (default 10 s) is reported with a timeout error.
    */
-  async trustMembers(options: OperatorOptions = {}): Promise<{ member: string; trusted: boolean; quarantineLeftMs?: number; error?: Error }[]> {
+  async trustMembers(options: OperatorOptions = {}): Promise<TrustResult[]> {
     const { maxLockTtl, clock } = this.settings;
     const timeoutMs = checkOperatorOptions(options);
     const results = await onEveryMember({
@@ -174,7 +199,7 @@ export class Redlock {
    * above it. The quarantine is not touched. Resolves with each member's counter after. Like
    * trustMembers, each write is bound to the epoch read in this call, and has a deadline.
    */
-  async restoreFencing(floor: number, options: OperatorOptions = {}): Promise<{ member: string; restored: boolean; counter?: number; error?: Error }[]> {
+  async restoreFencing(floor: number, options: OperatorOptions = {}): Promise<RestoreResult[]> {
     checkFenceFloor(floor);
     const timeoutMs = checkOperatorOptions(options);
     const results = await onEveryMember({

@@ -24,7 +24,9 @@ export interface ReleaseResult {
    * already expired): nobody can still count on this lock. When false, the rest expire by TTL.
    */
   freed: boolean;
+  /** What each member answered ('pending': not waited for once a quorum confirmed; it runs the release when it gets to it). */
   votes: MemberVote<ReleaseAnswer>[];
+  /** How long the release round took, ms. */
   elapsedMs: number;
 }
 
@@ -63,6 +65,7 @@ export interface LockContext {
  * guaranteed; `await using` releases it at the end of the block.
  */
 export class Lock implements AsyncDisposable {
+  /** What the lock covers, all or none: the names given to acquire, frozen. */
   readonly resources: readonly string[];
   /** The random value stored on the members: the capability to extend and release. Keep it secret. */
   readonly value: string;
@@ -135,6 +138,7 @@ export class Lock implements AsyncDisposable {
     return this.remainingMs() > 0;
   }
 
+  /** True once release() was called (whether or not a quorum confirmed it): extend() is refused from then on. */
   get released(): boolean {
     return this.#released;
   }
@@ -346,11 +350,23 @@ export class Lock implements AsyncDisposable {
   }
 
   /** What JSON.stringify (and so a pino log line) shows of a lock: never the value. */
-  toJSON(): { id: string; resources: readonly string[]; remainingMs: number; released: boolean; fence?: number } {
+  toJSON(): {
+    /** `lock.id`. */
+    id: string;
+    /** `lock.resources`. */
+    resources: readonly string[];
+    /** `lock.remainingMs()` at the time of the call. */
+    remainingMs: number;
+    /** `lock.released`. */
+    released: boolean;
+    /** `lock.fence`, when fenced. */
+    fence?: number;
+  } {
     const json = { id: this.id, resources: this.resources, remainingMs: this.remainingMs(), released: this.#released };
     return this.fence === undefined ? json : { ...json, fence: this.fence };
   }
 
+  /** What console.log and util.inspect show: toJSON()'s fields, never the value. */
   [inspect.custom](): string {
     return `Lock ${inspect(this.toJSON())}`;
   }
