@@ -50,14 +50,14 @@ describe('log lines about locks', () => {
     ids.push(twice.id);
 
     // Lost at its expiry (its signal watched), then released: the loss is its end.
-    const lost = await redlock.acquire(fresh('log-lost'), 300);
+    const lost = await redlock.acquire(fresh('log-lost'), 1_000);
     const signal = lost.signal;
     await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
     await lost.release();
     ids.push(lost.id);
 
     // Expired with nobody watching, then released: that release is its end, and says so.
-    const overdue = await redlock.acquire(fresh('log-overdue'), 300);
+    const overdue = await redlock.acquire(fresh('log-overdue'), 1_000);
     await eventually(async () => expect(overdue.remainingMs()).toBe(0), 10_000);
     await overdue.release();
     ids.push(overdue.id);
@@ -72,10 +72,10 @@ describe('log lines about locks', () => {
 
     // An acquire that fails (held elsewhere): its lines name it too, though no Lock was made.
     const held = await redlock.acquire(fresh('log-held'), 10_000);
-    const refused = (await errorOf(
-      new Redlock(servers.connect(), { logger, retryCount: 1, retryDelay: 20 }).acquire(held.resources, 10_000),
-    )) as LockAcquireError;
+    const contender = new Redlock(servers.connect(), { logger, retryCount: 1, retryDelay: 20 });
+    const refused = (await errorOf(contender.acquire(held.resources, 10_000, { waitTimeout: 10_000 }))) as LockAcquireError;
     expect(refused.outcome).toBe('taken');
+    await contender.quit(); // the subscriber connections its wait opened
     await held.release();
     ids.push(held.id);
 
