@@ -5,7 +5,9 @@
 import { acquireWithRetries, type Won } from './quorum/acquire-loop.js';
 import { traced, tracing } from './diagnostics.js';
 import { argumentError, LockAcquireError } from './errors.js';
-import { Lock, type LockContext } from './lock/lock.js';
+import { Lock, type LockContext, type ReleaseResult } from './lock/lock.js';
+import { releaseOn } from './quorum/release.js';
+import { describeVotes } from './quorum/votes.js';
 import type { MemberClient } from './members/id.js';
 import { RedisMember } from './members/redis-member.js';
 import {
@@ -13,6 +15,7 @@ import {
   checkBoolean,
   checkExtendThreshold,
   checkFenceFloor,
+  checkLockValue,
   checkMaxExtensions,
   checkMembers,
   checkOperatorOptions,
@@ -217,6 +220,39 @@ export class Redlock {
       'fence counters restored by an operator',
     );
     return report;
+  }
+
+  /**
+   * Releases the lock that `value` holds on `resources` without its Lock handle: for a lock
+   * acquired by another process or object that passed on only its resources and `lock.value`
+   * (go-redsync's split lock/unlock, node-redlock's `redlock.release(lock)` on a rebuilt Lock).
+   * Owner-only, like `lock.release()`: each member deletes only keys that still hold `value`
+   * (a shared lock's value: only its reader entry), so a wrong or stale value releases nothing and
+   * its votes read 'absent'. Resolves like `lock.release()`: `freed` when a quorum confirmed no key
+   * holds `value` there any more; never throws for members that are down. Unlike `lock.release()`
+   * it knows no lockId (so publishes no `release` event; the Lock, where it lives, never learns),
+   * and waits in line places or hand-overs the acquirer kept are left to expire by their leases.
+   * Checks `resources` and `value` (it must look like a `lock.value`) before any network call.
+   * There is no extend by value: an extension is sound only against the deadline its holder knows
+   * (quorum/extend.ts), which a value alone does not carry.
+   */
+  async release(resources: string | readonly string[], value: string): Promise<ReleaseResult> {
+    if (typeof resources === 'object' && resources !== null && !Array.isArray(resources))
+      throw argumentError(
+        TypeError,
+        'resources',
+        'must be a string or an array of strings: to release a Lock you hold, call lock.release(); by value, pass (lock.resources, lock.value)',
+      );
+    const names = this.#resources(resources);
+    const checked = checkLockValue(value);
+    const { members, quorum, settings } = this.#context;
+    const round = await releaseOn({ members, quorum, settings, resources: names, value: checked, settle: 'quorum' });
+    if (!round.won)
+      settings.logger.warn(
+        { resources: names, votes: describeVotes(round.votes, 'released') },
+        'release by value not confirmed by a quorum; the keys expire by their TTL',
+      );
+    return { freed: round.won, votes: round.votes, elapsedMs: round.elapsedMs };
   }
 
   /** Votes needed: floor(N/2) + 1. */
