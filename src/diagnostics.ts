@@ -27,9 +27,13 @@ import type { MemberVote } from './errors.js';
 
 /** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
 export interface Logger {
+  /** Per-lock progress (acquired, attempt failed, extended, released): built only when wanted (`debugging`). */
   debug(object: object, message: string): void;
+  /** What an operator should see without asking: a member in its restart quarantine, an election won. */
   info(object: object, message: string): void;
+  /** Something is wrong but the call went on: a lost lock, an unconfirmed release, a member that never counts. */
   warn(object: object, message: string): void;
+  /** A configuration that defeats the quorum: two members that are one server. */
   error(object: object, message: string): void;
 }
 
@@ -51,17 +55,23 @@ export function debugging(logger: Logger): boolean {
 export interface AcquireStartMessage {
   /** Names this acquire and, if it wins, its lock (`lock.id`) in every event. */
   lockId: string;
+  /** The resources asked for, all or none. */
   resources: readonly string[];
+  /** The ttl asked for, ms. */
   ttl: number;
 }
 
 /** 'quorumlock:acquire:end': the acquire ended, won or not. Published once per acquire. */
 export interface AcquireEndMessage {
+  /** The acquire's `lockId`, as in its `acquire:start`: match the two by it. */
   lockId: string;
+  /** The resources asked for, all or none. */
   resources: readonly string[];
+  /** The ttl asked for, ms. */
   ttl: number;
   /** true: a Lock with this `lockId` exists now, and will publish exactly one `release` or `lost`. */
   acquired: boolean;
+  /** From the call to this end, ms (a failed acquire's last rollback included). */
   elapsedMs: number;
   /** Attempts made (for a won acquire: the one that won included). */
   attempts: number;
@@ -75,14 +85,19 @@ export interface AcquireEndMessage {
 
 /** 'quorumlock:vote': one member's answer in one round. A member event: it names no lock. */
 export type VoteMessage = MemberVote<string> & {
+  /** The kind of round: a lock's (acquire, extend, release, fence), an operator's (trust, restore), an election's (read, announce). */
   operation: 'acquire' | 'extend' | 'release' | 'fence' | 'trust' | 'restore' | 'read' | 'announce';
 };
 
 /** 'quorumlock:extend': an extend() round ended (not published for one refused before any round: released, expired, lost before). */
 export interface ExtendMessage {
+  /** The lock's `lock.id`. */
   lockId: string;
+  /** The lock's resources. */
   resources: readonly string[];
+  /** A quorum renewed it in time: the lock holds for the new ttl. */
   extended: boolean;
+  /** How long the round took, ms. */
   elapsedMs: number;
   /** When not extended: why (see ExtendFailure). */
   reason?: ExtendFailure;
@@ -95,17 +110,23 @@ export interface ExtendMessage {
  * ends of holding (the other is `release`). At most once per lock, never after its release.
  */
 export interface LostMessage {
+  /** The lock's `lock.id`. */
   lockId: string;
+  /** The lock's resources. */
   resources: readonly string[];
   /** 'expired': the validity ran out; 'extension failed': an extension found the lock lost. */
   reason: 'expired' | 'extension failed';
+  /** Why, in detail (see LossCause): what a `lost_total{lostBecause}` metric counts by. */
   lostBecause: LossCause;
 }
 
 /** 'quorumlock:quarantine': a member's yes did not count (restart quarantine, or not a master). A member event: it names no lock. */
 export interface QuarantineMessage {
+  /** The member, as host:port/db. */
   member: string;
+  /** How long until its yes counts again, ms (very large for a member that never counts). */
   quarantinedForMs: number;
+  /** Set when it never counts while its condition lasts (not a master, may evict, a duplicate): why. */
   notCounting?: string | undefined;
 }
 
@@ -115,21 +136,31 @@ export interface QuarantineMessage {
  * on the 'quorumlock:release' tracing channel, as every call is).
  */
 export interface ReleaseMessage {
+  /** The lock's `lock.id`. */
   lockId: string;
+  /** The lock's resources. */
   resources: readonly string[];
   /** A quorum confirmed our keys are gone; when false, the rest expire by their TTL. */
   freed: boolean;
+  /** How long the release round took, ms. */
   elapsedMs: number;
 }
 
 /** Each plain channel's name and the type of its messages. */
 export interface ChannelMessages {
+  /** acquire(), tryAcquire() or using() starts. */
   'quorumlock:acquire:start': AcquireStartMessage;
+  /** The acquire ended, won or not: once per acquire. */
   'quorumlock:acquire:end': AcquireEndMessage;
+  /** One member's answer in one round. */
   'quorumlock:vote': VoteMessage;
+  /** An extend round ended. */
   'quorumlock:extend': ExtendMessage;
+  /** A lock stopped being guaranteed before its release: one of its two ends. */
   'quorumlock:lost': LostMessage;
+  /** A member's yes did not count. */
   'quorumlock:quarantine': QuarantineMessage;
+  /** A lock's first release(), unless it was lost before: the other end. */
   'quorumlock:release': ReleaseMessage;
 }
 
@@ -138,7 +169,9 @@ export type ChannelName = keyof ChannelMessages;
 
 /** A diagnostics_channel Channel whose messages are ChannelMessages[Name]. */
 export interface QuorumlockChannel<Name extends ChannelName> extends Channel {
+  /** The channel's name, typed: what `subscribeChannel` and `diagnostics_channel.subscribe` take. */
   readonly name: Name;
+  /** Publishes a message of this channel's type (quorumlock's own code does; subscribers only read). */
   publish(message: ChannelMessages[Name]): void;
 }
 
@@ -148,12 +181,19 @@ function typed<Name extends ChannelName>(name: Name): QuorumlockChannel<Name> {
 
 /** The plain channels, by name: `channels.release.name` is 'quorumlock:release', and so on. */
 export const channels = {
+  /** 'quorumlock:acquire:start' (AcquireStartMessage). */
   acquireStart: typed('quorumlock:acquire:start'),
+  /** 'quorumlock:acquire:end' (AcquireEndMessage). */
   acquireEnd: typed('quorumlock:acquire:end'),
+  /** 'quorumlock:vote' (VoteMessage). */
   vote: typed('quorumlock:vote'),
+  /** 'quorumlock:extend' (ExtendMessage). */
   extend: typed('quorumlock:extend'),
+  /** 'quorumlock:lost' (LostMessage). */
   lost: typed('quorumlock:lost'),
+  /** 'quorumlock:quarantine' (QuarantineMessage). */
   quarantine: typed('quorumlock:quarantine'),
+  /** 'quorumlock:release' (ReleaseMessage). */
   release: typed('quorumlock:release'),
 } as const;
 
@@ -173,10 +213,15 @@ export function subscribeChannel<Name extends ChannelName>(name: Name, listener:
 
 /** What a traced operation's context holds: set at start, `result` or `error` added by Node. */
 export interface TraceContext {
+  /** The lock (or the acquire that would make it): `lock.id`. */
   lockId: string;
+  /** The lock's resources. */
   resources: readonly string[];
+  /** The ttl asked for, ms: acquire and extend. */
   ttl?: number;
+  /** Set by Node at the end: the operation's summary (see `tracing`), never the Lock itself. */
   result?: unknown;
+  /** Set by Node when the operation failed: its error. */
   error?: unknown;
 }
 

@@ -75,7 +75,9 @@ export type ErrorCode = (typeof codes)[keyof typeof codes];
 
 /** The election codes, as quorumlock 0.1 exported them (the same values as in `codes`). */
 export const electionErrorCodes = {
+  /** LeadershipLostError's code. */
   QUORUMLOCK_ERR_LEADERSHIP_LOST: codes.QUORUMLOCK_ERR_LEADERSHIP_LOST,
+  /** LeaderUnknownError's code. */
   QUORUMLOCK_ERR_LEADER_UNKNOWN: codes.QUORUMLOCK_ERR_LEADER_UNKNOWN,
 } as const;
 
@@ -139,6 +141,12 @@ export abstract class QuorumlockError extends Error {
  * (restarted, flushed or new) or it is not a master.
  */
 export type LockAnswer = 'locked' | 'taken' | 'queued' | 'quarantined';
+/**
+ * Extend: 'locked' = every key held our value and now has the new TTL; 'absent' = a key is gone
+ * there (expired, evicted, deleted, or forgotten in a restart or flush); 'taken' = a key holds
+ * another owner's value. Only 'locked' counts.
+ */
+export type ExtendAnswer = 'locked' | 'absent' | 'taken';
 /** Release: 'released' = our keys were deleted here; 'absent' = nothing of ours was left to delete. */
 export type ReleaseAnswer = 'released' | 'absent';
 /**
@@ -148,12 +156,19 @@ export type ReleaseAnswer = 'released' | 'absent';
  */
 export type NoAnswer = 'timeout' | 'error' | 'pending';
 
-export interface MemberVote<Answer extends string = LockAnswer> {
+/**
+ * What one member said in one round. `Answer` is the round's kind of answer; the default covers
+ * both rounds that leave a lock held (acquire and extend), so that `lock.votes`, which shows
+ * whichever came last, reads as `readonly MemberVote[]`.
+ */
+export interface MemberVote<Answer extends string = LockAnswer | ExtendAnswer> {
   /** The member, as host:port/db. */
   member: string;
+  /** Its answer, or why there is none: only the round's yes ('locked', 'released') counts, and only from a member that counts. */
   vote: Answer | NoAnswer;
   /** Milliseconds from the start of the round to this answer (0 for 'pending' and 'timeout' at the deadline). */
   ms: number;
+  /** 'error': what failed (a refused connection, a script error, EpochChangedError, NotMasterError, ...). */
   error?: Error;
   /** 'taken': how much longer the holder's key lives on this member (the longest, for several keys). */
   heldForMs?: number;
@@ -171,9 +186,19 @@ export interface MemberVote<Answer extends string = LockAnswer> {
    * An acquire's answer: the member's epoch it ran in, and whether that epoch is past its
    * quarantine (a fence sync may be bound only to such an epoch: src/quorum/fence.ts).
    */
-  epoch?: { id: string; settled: boolean };
+  epoch?: {
+    /** The epoch's id (unique per member): a later write bound to it is refused in any other. */
+    id: string;
+    /** Past its restart quarantine. */
+    settled: boolean;
+  };
   /** A fenced acquire's answer: the member's fence counter for the resources, and whether that reading is trusted. */
-  fence?: { highest: number; trusted: boolean };
+  fence?: {
+    /** The highest token the member has issued for these resources. */
+    highest: number;
+    /** Whether that counter can be relied on (its epoch never lost data, or was given a floor). */
+    trusted: boolean;
+  };
 }
 
 const votePhrases: Record<string, string> = {
@@ -194,7 +219,9 @@ const votePhrases: Record<string, string> = {
  */
 export function describeVotes(votes: readonly MemberVote<string>[], yes: string = 'locked'): string {
   const counts = new Map<string, number>();
-  const uncounted = votes.filter((vote) => vote.notCounting !== undefined && vote.vote !== 'quarantined');
+  // A member that never counts shows as such, with its reason, whatever it answered: "quarantined"
+  // would send the reader to the restart quarantine, which is not what keeps it out.
+  const uncounted = votes.filter((vote) => vote.notCounting !== undefined);
   for (const vote of votes) if (!uncounted.includes(vote)) counts.set(vote.vote, (counts.get(vote.vote) ?? 0) + 1);
   const parts = [`${counts.get(yes) ?? 0}/${votes.length} ${votePhrases[yes] ?? yes}`];
   for (const [vote, phrase] of Object.entries(votePhrases)) {
@@ -203,7 +230,7 @@ export function describeVotes(votes: readonly MemberVote<string>[], yes: string 
     const error = vote === 'error' ? votes.find((other) => other.error)?.error : undefined;
     parts.push(`${count} ${phrase}${error ? ` (${error.message})` : ''}`);
   }
-  if (uncounted.length > 0) parts.push(`${uncounted.length} not counting (${uncounted[0]!.notCounting})`);
+  if (uncounted.length > 0) parts.push(`${uncounted.length} not counting (${[...new Set(uncounted.map((vote) => vote.notCounting))].join('; ')})`);
   return parts.join(', ');
 }
 
@@ -215,6 +242,7 @@ export function describeVotes(votes: readonly MemberVote<string>[], yes: string 
  * message `quorumlock: <parameter> <detail>`. `instanceof QuorumlockError` holds too.
  */
 export class ArgumentTypeError extends TypeError {
+  /** Which error this is (see `codes`): match on it rather than on the message. */
   readonly code = codes.QUORUMLOCK_ERR_INVALID_ARG_TYPE;
 
   constructor(
@@ -241,6 +269,7 @@ export class ArgumentTypeError extends TypeError {
  * naming it, and the message `quorumlock: <parameter> <detail>`. `instanceof QuorumlockError` holds too.
  */
 export class ArgumentRangeError extends RangeError {
+  /** Which error this is (see `codes`): match on it rather than on the message. */
   readonly code = codes.QUORUMLOCK_ERR_OUT_OF_RANGE;
 
   constructor(
@@ -267,6 +296,7 @@ export class ArgumentRangeError extends RangeError {
  * message `quorumlock: <name> <detail>`, which says what to use instead. `instanceof QuorumlockError` holds too.
  */
 export class UnknownOptionError extends TypeError {
+  /** Which error this is (see `codes`): match on it rather than on the message. */
   readonly code = codes.QUORUMLOCK_ERR_UNKNOWN_OPTION;
 
   constructor(
@@ -320,6 +350,7 @@ export type AttemptOutcome = 'taken' | 'unavailable' | 'quarantined' | 'unfenced
 export interface AttemptRecord {
   /** 1 for the first attempt. */
   attempt: number;
+  /** How it ended: see AttemptOutcome. */
   outcome: AttemptOutcome;
   /** When the attempt started, in ms since acquire() was called. */
   startedMs: number;
@@ -327,6 +358,7 @@ export interface AttemptRecord {
   elapsedMs: number;
   /** ttl − elapsed − drift at the decision: positive only when 'taken'/'unavailable' cut it short. */
   validityMs: number;
+  /** What each member answered in this attempt's acquire round (never 'absent': that is an extend's answer). */
   votes: MemberVote[];
 }
 
@@ -340,12 +372,14 @@ function resourceList(resources: readonly string[]): string {
  * `attempts` holds every attempt's per-member votes. Nothing it set is left on any member.
  */
 export class LockAcquireError extends QuorumlockError {
+  /** 'LockAcquireError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'LockAcquireError';
   readonly code = errorCodes.QUORUMLOCK_ERR_ACQUIRE;
   /** The outcome of the last attempt. */
   readonly outcome: AttemptOutcome;
 
   constructor(
+    /** The resources asked for, all or none. */
     readonly resources: readonly string[],
     /** Every attempt, in order. */
     readonly attempts: readonly AttemptRecord[],
@@ -355,10 +389,14 @@ export class LockAcquireError extends QuorumlockError {
     readonly stoppedBecause: 'retries exhausted' | 'wait budget exhausted',
   ) {
     const last = attempts[attempts.length - 1];
+    // Trust ends a restart quarantine only: for members that never count it cannot help, so it is
+    // suggested only when some member is in its restart quarantine (no notCounting reason).
+    const restarting = last?.votes.some((vote) => vote.vote === 'quarantined' && vote.notCounting === undefined) ?? false;
     const hints: Partial<Record<AttemptOutcome, string>> = {
       expired: `, but validity was used up (${Math.round(last?.validityMs ?? 0)} ms left)`,
-      quarantined:
-        ': members whose data is younger than maxLockTtl (restarted, flushed or new) or that are not masters do not count; if they are brand new, declare them trusted with redlock.trustMembers()',
+      quarantined: restarting
+        ? ': members whose data is younger than maxLockTtl (restarted, flushed or new) do not count until it has passed; if they are brand new, declare them trusted with redlock.trustMembers()'
+        : ': members that never count cannot make a quorum, and trusting them would not change that: fix what their reason names, or lock on other members',
       unfenced:
         ': locked, but too few members have trusted fence counters to issue a token (members that lost their data do not count until a token is written to them; a brand-new deployment declares its members with redlock.trustMembers())',
     };
@@ -425,14 +463,18 @@ const extendPhrases: Record<Exclude<ExtendFailure, 'lost'>, string> = {
  * may hold the resource.
  */
 export class LockExtendError extends QuorumlockError {
+  /** 'LockExtendError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'LockExtendError';
   readonly code = errorCodes.QUORUMLOCK_ERR_EXTEND;
 
   constructor(
+    /** The lock's resources. */
     readonly resources: readonly string[],
     /** See ExtendFailure. */
     readonly reason: ExtendFailure,
+    /** What each member answered in the extend round; empty when none was sent ('released', 'expired', 'lost' before). */
     readonly votes: readonly MemberVote<string>[],
+    /** How long the round took, ms (0 when none was sent). */
     readonly elapsedMs: number,
     /** When the lock is lost ('lost', 'lapsed', 'late'): why. See LossCause. */
     readonly lostBecause?: LossCause,
@@ -459,12 +501,14 @@ export class LockExtendError extends QuorumlockError {
  * extension found it lost. It is the reason of `lock.signal` and of using()'s signal.
  */
 export class LockLostError extends QuorumlockError {
+  /** 'LockLostError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'LockLostError';
   readonly code = errorCodes.QUORUMLOCK_ERR_LOCK_LOST;
   /** Why, in detail (see LossCause): 'expired' for reason 'expired'; for 'extension failed', what the extension found. */
   readonly lostBecause: LossCause;
 
   constructor(
+    /** The lock's resources. */
     readonly resources: readonly string[],
     /**
      * 'expired': validity reached zero; 'extension failed': an extension found the lock lost (a
@@ -494,10 +538,12 @@ export class LockLostError extends QuorumlockError {
  * nested handle would have no token). Nothing was sent to any member.
  */
 export class ReentrancyError extends QuorumlockError {
+  /** 'ReentrancyError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'ReentrancyError';
   readonly code = codes.QUORUMLOCK_ERR_REENTRANCY;
 
   constructor(
+    /** The resources of the refused acquire. */
     readonly resources: readonly string[],
     /** How deep the refused handle would have nested: 1 for the first handle inside a using(). */
     readonly depth: number,
@@ -516,6 +562,7 @@ export class ReentrancyError extends QuorumlockError {
  * or an invariant of the wire layer failed: the member's vote is 'error' (this error), never a yes.
  */
 export class ProtocolError extends QuorumlockError {
+  /** 'ProtocolError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'ProtocolError';
   readonly code = codes.QUORUMLOCK_ERR_PROTOCOL;
 
@@ -537,6 +584,7 @@ export function protocolError(message: string): ProtocolError {
 
 /** A member refused a write bound to an epoch it is no longer in: it wrote nothing (a vote's error). */
 export class EpochChangedError extends QuorumlockError {
+  /** 'EpochChangedError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'EpochChangedError';
   readonly code = codes.QUORUMLOCK_ERR_EPOCH_CHANGED;
 
@@ -558,6 +606,7 @@ export class EpochChangedError extends QuorumlockError {
 
 /** A member refused a write: its server is not a plain master (src/lua/_bound.lua); it does not count (a vote's error). */
 export class NotMasterError extends QuorumlockError {
+  /** 'NotMasterError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'NotMasterError';
   readonly code = codes.QUORUMLOCK_ERR_NOT_MASTER;
 
@@ -575,6 +624,7 @@ export class NotMasterError extends QuorumlockError {
 
 /** An operator's call (trust, restore-fencing) met an epoch that began after the call did: the member restarted or lost its data meanwhile, and is not trusted. */
 export class EpochTooNewError extends QuorumlockError {
+  /** 'EpochTooNewError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'EpochTooNewError';
   readonly code = codes.QUORUMLOCK_ERR_EPOCH_TOO_NEW;
 
@@ -613,6 +663,7 @@ export function epochTooNewError(member: string, epoch: string): EpochTooNewErro
 
 /** What one member said when asked which permits it holds: its answer or why there was none. */
 export interface PermitReading {
+  /** The member, as host:port/db. */
   member: string;
   /** Per permit, the key's PTTL there (-2 absent); undefined when the member did not answer or does not count. */
   pttls: readonly number[] | undefined;
@@ -627,12 +678,16 @@ export interface PermitReading {
  * carries what each member answered, like the lock's errors carry their votes.
  */
 export class SemaphoreUnavailableError extends QuorumlockError {
+  /** 'SemaphoreUnavailableError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'SemaphoreUnavailableError';
   readonly code = codes.QUORUMLOCK_ERR_SEMAPHORE_UNAVAILABLE;
 
   constructor(
+    /** The semaphore's name. */
     readonly semaphore: string,
+    /** What each member answered, or why it did not. */
     readonly readings: readonly PermitReading[],
+    /** The answers needed to say what a quorum holds. */
     readonly quorum: number,
   ) {
     const answered = readings.filter((reading) => reading.pttls !== undefined).length;
@@ -665,11 +720,15 @@ export type LeadershipEnd = 'resigned' | 'failing' | 'lost';
 
 /** The reason of leadership.signal: the leadership ended; `why` says how. */
 export class LeadershipLostError extends QuorumlockError {
+  /** 'LeadershipLostError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'LeadershipLostError';
   readonly code = codes.QUORUMLOCK_ERR_LEADERSHIP_LOST;
   constructor(
+    /** The election's name. */
     readonly election: string,
+    /** The ended leadership's term (its fencing token). */
     readonly term: number,
+    /** How it ended: see LeadershipEnd. */
     readonly why: LeadershipEnd,
     options?: { cause?: unknown },
   ) {
@@ -694,7 +753,14 @@ const leadershipPhrases: Record<LeadershipEnd, string> = {
  */
 export interface LeaderReading {
   /** The leader its record names, if that record matches the lock. */
-  leader: { term: number; id: string } | undefined;
+  leader:
+    | {
+        /** The leadership's term: its fencing token. */
+        term: number;
+        /** The leader's id (`election.id` of the campaigning process). */
+        id: string;
+      }
+    | undefined;
   /** ms; -2 when the lock key is absent, -1 when it has no expiry (never set so by us). */
   pttl: number;
   /** The member's restart quarantine left, ms (0: past it, or off); very large when it is not a plain master. */
@@ -703,7 +769,9 @@ export interface LeaderReading {
 
 /** One member's answer to a leader() read, or why there is none. */
 export interface LeaderVote {
+  /** The member, as host:port/db. */
   member: string;
+  /** What its election record says; absent with `error`. */
   reading?: LeaderReading;
   /** Set when the member's answer cannot count: it failed, timed out, or the member does not count now. */
   error?: string;
@@ -711,11 +779,15 @@ export interface LeaderVote {
 
 /** election.leader() could not tell who leads: too few members answered, or no quorum names one leader yet. */
 export class LeaderUnknownError extends QuorumlockError {
+  /** 'LeaderUnknownError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'LeaderUnknownError';
   readonly code = codes.QUORUMLOCK_ERR_LEADER_UNKNOWN;
   constructor(
+    /** The election's name. */
     readonly election: string,
+    /** What each member said, or why it said nothing that counts. */
     readonly votes: readonly LeaderVote[],
+    /** 'unavailable': too few answers that count; 'undecided': answers enough, but no quorum names one leader (a campaign or handover under way). */
     readonly why: 'unavailable' | 'undecided',
   ) {
     super(
@@ -742,6 +814,7 @@ function describeLeaderReading(reading: LeaderReading | undefined): string {
 
 /** resetMembers() refused to run: NODE_ENV=production, or no test runner detected (and no `outsideTests`). */
 export class TestingOnlyError extends QuorumlockError {
+  /** 'TestingOnlyError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'TestingOnlyError';
   readonly code = codes.QUORUMLOCK_ERR_TESTING_ONLY;
 
@@ -756,6 +829,7 @@ export class TestingOnlyError extends QuorumlockError {
 
 /** resetMembers() could not use a member: its client was closed, ended before it was ready, or is a Cluster with no master. */
 export class ResetMembersError extends QuorumlockError {
+  /** 'ResetMembersError' (a subclass of Error would otherwise read 'Error' in stack traces and logs). */
   override readonly name = 'ResetMembersError';
   readonly code = codes.QUORUMLOCK_ERR_RESET_MEMBERS;
 

@@ -1,4 +1,4 @@
-export { Redlock, type MemberStatus } from './redlock.js';
+export { Redlock, type MemberStatus, type TrustResult, type RestoreResult } from './redlock.js';
 export type { Semaphore, PermitHolder } from './semaphore/semaphore.js';
 export type { Permit } from './semaphore/permit.js';
 export type { SemaphoreOptions } from './semaphore/check.js';
@@ -34,15 +34,15 @@ export {
   type PermitReading,
   type LeadershipEnd,
   type LeaderVote,
+  type LeaderReading,
 } from './errors.js';
 export { minTtl } from './options/check.js';
 export { defaults, MAX_TTL_MS, type AcquireOptions, type OperatorOptions, type UsingOptions, type Settings, type RedlockOptions } from './options/settings.js';
-export type { MemberVote, LockAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
+export type { MemberVote, LockAnswer, ExtendAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
 export { quorumOf } from './tally.js';
 export type { Election, Leadership, LeaderInfo, ElectionOptions, CampaignOptions, ObserveOptions } from './election/index.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
-export { fencedWrite, fenceKeyOf } from './fencing/guard.js';
-export { guardLua as FENCE_GUARD_LUA } from './lua/sources.js';
+export { fencedWrite, fenceKeyOf, FENCE_GUARD_LUA } from './fencing/guard.js';
 export {
   channels,
   subscribeChannel,

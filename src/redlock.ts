@@ -5,7 +5,9 @@
 import { acquireWithRetries, type Won } from './quorum/acquire-loop.js';
 import { traced, tracing } from './diagnostics.js';
 import { argumentError, LockAcquireError } from './errors.js';
-import { Lock, type LockContext } from './lock/lock.js';
+import { Lock, type LockContext, type ReleaseResult } from './lock/lock.js';
+import { releaseOn } from './quorum/release.js';
+import { describeVotes } from './quorum/votes.js';
 import type { MemberClient } from './members/id.js';
 import { RedisMember } from './members/redis-member.js';
 import {
@@ -13,6 +15,7 @@ import {
   checkBoolean,
   checkExtendThreshold,
   checkFenceFloor,
+  checkLockValue,
   checkMaxExtensions,
   checkMembers,
   checkOperatorOptions,
@@ -42,6 +45,30 @@ export interface MemberStatus {
   readonly role: string | undefined;
   /** Why its yes does not count now (not a master, may evict lock keys, the same server as another member), or undefined. */
   readonly notCounting: string | undefined;
+}
+
+/** What trustMembers() says of one member. */
+export interface TrustResult {
+  /** The member, as host:port/db. */
+  member: string;
+  /** Its current epoch is now trusted: it counts at once, and its absent fence counters read 0. */
+  trusted: boolean;
+  /** What was left of its quarantine (of this Redlock's maxLockTtl) when it was trusted, ms. */
+  quarantineLeftMs?: number;
+  /** Why it was not trusted: no answer in time, not a master, an epoch newer than the call (EpochTooNewError). */
+  error?: Error;
+}
+
+/** What restoreFencing() says of one member. */
+export interface RestoreResult {
+  /** The member, as host:port/db. */
+  member: string;
+  /** Its fence counters are at the floor or above, and trusted. */
+  restored: boolean;
+  /** Its counter after the call. */
+  counter?: number;
+  /** Why it was not restored: no answer in time, not a master, an epoch newer than the call. */
+  error?: Error;
 }
 
 /**
@@ -79,6 +106,7 @@ export function contextOf(redlock: Redlock): LockContext {
  * await redlock.using('report:daily', 10_000, async (signal) => buildReport({ signal }));
  */
 export class Redlock {
+  /** The options it was made with, checked and with the defaults filled in; frozen. */
   readonly settings: Settings;
   readonly #members: readonly RedisMember[];
   readonly #context: LockContext;
@@ -148,7 +176,7 @@ export class Redlock {
    * or was re-established during it (its reading may be another process's). A member that does
    * not answer within `timeoutMs` (default 10 s) is reported with a timeout error.
    */
-  async trustMembers(options: OperatorOptions = {}): Promise<{ member: string; trusted: boolean; quarantineLeftMs?: number; error?: Error }[]> {
+  async trustMembers(options: OperatorOptions = {}): Promise<TrustResult[]> {
     const { maxLockTtl, clock } = this.settings;
     const timeoutMs = checkOperatorOptions(options);
     const results = await onEveryMember({
@@ -174,7 +202,7 @@ export class Redlock {
    * above it. The quarantine is not touched. Resolves with each member's counter after. Like
    * trustMembers, each write is bound to the epoch read in this call, and has a deadline.
    */
-  async restoreFencing(floor: number, options: OperatorOptions = {}): Promise<{ member: string; restored: boolean; counter?: number; error?: Error }[]> {
+  async restoreFencing(floor: number, options: OperatorOptions = {}): Promise<RestoreResult[]> {
     checkFenceFloor(floor);
     const timeoutMs = checkOperatorOptions(options);
     const results = await onEveryMember({
@@ -192,6 +220,39 @@ export class Redlock {
       'fence counters restored by an operator',
     );
     return report;
+  }
+
+  /**
+   * Releases the lock that `value` holds on `resources` without its Lock handle: for a lock
+   * acquired by another process or object that passed on only its resources and `lock.value`
+   * (go-redsync's split lock/unlock, node-redlock's `redlock.release(lock)` on a rebuilt Lock).
+   * Owner-only, like `lock.release()`: each member deletes only keys that still hold `value`
+   * (a shared lock's value: only its reader entry), so a wrong or stale value releases nothing and
+   * its votes read 'absent'. Resolves like `lock.release()`: `freed` when a quorum confirmed no key
+   * holds `value` there any more; never throws for members that are down. Unlike `lock.release()`
+   * it knows no lockId (so publishes no `release` event; the Lock, where it lives, never learns),
+   * and waits in line places or hand-overs the acquirer kept are left to expire by their leases.
+   * Checks `resources` and `value` (it must look like a `lock.value`) before any network call.
+   * There is no extend by value: an extension is sound only against the deadline its holder knows
+   * (quorum/extend.ts), which a value alone does not carry.
+   */
+  async release(resources: string | readonly string[], value: string): Promise<ReleaseResult> {
+    if (typeof resources === 'object' && resources !== null && !Array.isArray(resources))
+      throw argumentError(
+        TypeError,
+        'resources',
+        'must be a string or an array of strings: to release a Lock you hold, call lock.release(); by value, pass (lock.resources, lock.value)',
+      );
+    const names = this.#resources(resources);
+    const checked = checkLockValue(value);
+    const { members, quorum, settings } = this.#context;
+    const round = await releaseOn({ members, quorum, settings, resources: names, value: checked, settle: 'quorum' });
+    if (!round.won)
+      settings.logger.warn(
+        { resources: names, votes: describeVotes(round.votes, 'released') },
+        'release by value not confirmed by a quorum; the keys expire by their TTL',
+      );
+    return { freed: round.won, votes: round.votes, elapsedMs: round.elapsedMs };
   }
 
   /** Votes needed: floor(N/2) + 1. */

@@ -7,6 +7,11 @@
 import { performance } from 'node:perf_hooks';
 import { argumentError } from '../errors.js';
 
+/**
+ * Where quorumlock reads time and sets timers: the `clock` option. `systemClock` by default;
+ * a ManualClock (or your own) in tests and simulations, so that lock validity, retries and
+ * timeouts can be driven by hand and a test never waits on real time to see an expiry.
+ */
 export interface Clock {
   /** Milliseconds on a monotonic scale; only differences between two readings mean anything. */
   now(): number;
@@ -19,6 +24,7 @@ export interface Clock {
   epochMs(): number;
   /** Calls `callback` after `ms` on this clock (the round deadlines use it); returns a handle for clearTimer. */
   setTimer(callback: () => void, ms: number): unknown;
+  /** Cancels a timer of setTimer (its handle); nothing for one that fired or was cleared. */
   clearTimer(handle: unknown): void;
 }
 
@@ -93,6 +99,7 @@ export class ManualClock implements Clock {
     return timer;
   }
 
+  /** Cancels a timer of setTimer: it will not fire at any later advance(). */
   clearTimer(handle: unknown): void {
     this.#timers = this.#timers.filter((timer) => timer !== handle);
   }

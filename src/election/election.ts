@@ -42,10 +42,20 @@ export interface ElectionContext {
   acquire(resources: readonly string[], ttl: number, policy: AttemptPolicy): Promise<Lock>;
 }
 
+/**
+ * A leader election on the Redlock's members (docs/elections.md), from `redlock.election(name,
+ * options)`: campaign() waits to lead, leader() and observe() say who leads. Leadership is the
+ * fenced lock of a reserved resource, so a leader gets a term that orders it after every earlier
+ * leader: pass the term with each write so that a paused old leader's writes can be refused.
+ */
 export class Election {
+  /** The election's name: candidates with the same name on the same members contend. */
   readonly name: string;
+  /** The leadership's ttl, ms (checked at creation). */
   readonly ttl: number;
+  /** This candidate's id, as observers see it in leader().id. */
   readonly id: string;
+  /** How often observe() reads the leader, ms. */
   readonly pollInterval: number;
   readonly #context: ElectionContext;
   readonly #resource: readonly string[];
@@ -90,7 +100,7 @@ export class Election {
     const leadership = new Leadership({ name: this.name, id: this.id, ttl: this.ttl, settings, announce: (held, term) => this.#announce(held, term) }, lock);
     // Recorded before campaign() resolves: leader() names this leader from then on.
     await this.#announce(lock, leadership.term);
-    settings.logger.info({ election: this.name, id: this.id, term: leadership.term }, 'elected');
+    settings.logger.info({ election: this.name, id: this.id, term: leadership.term, lockId: lock.id }, 'elected');
     return leadership;
   }
 

@@ -40,10 +40,17 @@ export interface LeadershipContext {
   announce(lock: Lock, term: number): Promise<number>;
 }
 
+/**
+ * A won election, from campaign(): leading until `signal` aborts or resign() is called. The lock
+ * behind it is kept extended by itself, and it stops leading while the lock is still guaranteed
+ * when extensions keep failing, so a successor is never elected while this leader still acts.
+ */
 export class Leadership {
   /** The fencing token of the election's lock: larger than every term before, of any leader. */
   readonly term: number;
+  /** This leader's id (the election's `id`), as leader() names it to observers. */
   readonly id: string;
+  /** The election's name. */
   readonly election: string;
   readonly #context: LeadershipContext;
   readonly #lock: Lock;
@@ -150,13 +157,25 @@ export class Leadership {
     this.#clear();
     const { logger } = this.#context.settings;
     const error = new LeadershipLostError(this.election, this.term, why, cause === undefined ? undefined : { cause });
-    if (why !== 'resigned') logger.warn({ election: this.election, term: this.term, why }, 'leadership lost');
+    if (why !== 'resigned') logger.warn({ election: this.election, term: this.term, why, lockId: this.#lock.id }, 'leadership lost');
     this.#controller.abort(error);
     // No longer leading: let a successor in now rather than at the keys' expiry (resign() releases itself).
     if (why !== 'resigned') void this.#lock.release().catch(() => undefined);
   }
 
-  toJSON(): { election: string; id: string; term: number; leading: boolean; remainingMs: number } {
+  /** What JSON.stringify (and so a log line) shows of a leadership: never its lock's value. */
+  toJSON(): {
+    /** The election's name. */
+    election: string;
+    /** This leader's id. */
+    id: string;
+    /** Its term. */
+    term: number;
+    /** Whether it still leads. */
+    leading: boolean;
+    /** How long its leadership is still guaranteed, ms. */
+    remainingMs: number;
+  } {
     return { election: this.election, id: this.id, term: this.term, leading: this.leading, remainingMs: this.remainingMs() };
   }
 }

@@ -8,6 +8,7 @@ import { checkOptionsObject, checkTtl } from '../options/check.js';
 import { campaignOptionNames, checkOptionNames, electionOptionNames, observeOptionNames } from '../options/names.js';
 import type { Settings } from '../options/settings.js';
 
+/** redlock.election()'s options: what every candidate of one election should agree on (the ttl), and its own name. */
 export interface ElectionOptions {
   /** The leadership's ttl, ms: a leader that is gone is replaced about this long after its last extension. Required. */
   ttl: number;
@@ -17,11 +18,13 @@ export interface ElectionOptions {
   pollInterval?: number;
 }
 
+/** campaign()'s options: a campaign waits without end unless told to stop. */
 export interface CampaignOptions {
   /** Gives up the campaign: campaign() rejects with signal.reason, leaving nothing behind. */
   signal?: AbortSignal;
 }
 
+/** observe()'s options: `signal` ends the observation (the iterator returns). */
 export type ObserveOptions = CampaignOptions;
 
 export interface ElectionConfig {

@@ -7,6 +7,14 @@ import type { Redis } from 'ioredis';
 import { argumentError } from '../errors.js';
 import { guardLua } from '../lua/sources.js';
 
+/**
+ * The script fencedWrite runs (KEYS: the key, its fenceKeyOf; ARGV: value, token; returns 1
+ * written, 0 refused), for your own variants: a hash field, a stream entry, several keys at once.
+ * The check and the write must happen in one atomic step on the store, or a stale holder could
+ * slip its write in between; a script is how Redis gives that.
+ */
+export const FENCE_GUARD_LUA: string = guardLua;
+
 /** The key that remembers the highest token seen for `key`, in the same hash slot. */
 export function fenceKeyOf(key: string): string {
   return /\{[^}]+\}/.test(key) ? `${key}:fence` : `{${key}}:fence`;

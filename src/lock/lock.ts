@@ -24,7 +24,9 @@ export interface ReleaseResult {
    * already expired): nobody can still count on this lock. When false, the rest expire by TTL.
    */
   freed: boolean;
+  /** What each member answered ('pending': not waited for once a quorum confirmed; it runs the release when it gets to it). */
   votes: MemberVote<ReleaseAnswer>[];
+  /** How long the release round took, ms. */
   elapsedMs: number;
 }
 
@@ -63,6 +65,7 @@ export interface LockContext {
  * guaranteed; `await using` releases it at the end of the block.
  */
 export class Lock implements AsyncDisposable {
+  /** What the lock covers, all or none: the names given to acquire, frozen. */
   readonly resources: readonly string[];
   /** The random value stored on the members: the capability to extend and release. Keep it secret. */
   readonly value: string;
@@ -135,6 +138,7 @@ export class Lock implements AsyncDisposable {
     return this.remainingMs() > 0;
   }
 
+  /** True once release() was called (whether or not a quorum confirmed it): extend() is refused from then on. */
   get released(): boolean {
     return this.#released;
   }
@@ -182,6 +186,7 @@ export class Lock implements AsyncDisposable {
     clearBackgroundTimer(this.#context.settings.clock, this.#expiryTimer);
     this.#context.settings.logger.warn(
       {
+        lockId: this.id,
         resources: this.resources,
         reason: error.reason,
         lostBecause: error.lostBecause,
@@ -252,13 +257,13 @@ export class Lock implements AsyncDisposable {
     if (result.extended) {
       this.#votes = round.votes;
       this.#armExpiry();
-      if (debugging(settings.logger)) settings.logger.debug({ resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
+      if (debugging(settings.logger)) settings.logger.debug({ lockId: this.id, resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
       if (channels.extend.hasSubscribers) channels.extend.publish({ lockId: this.id, resources: this.resources, extended: true, elapsedMs: round.elapsedMs });
       return this;
     }
     const { failure: reason, lostBecause } = result;
     settings.logger.warn(
-      { resources: this.resources, reason, lostBecause, votes: describeVotes(round.votes), remainingMs: this.remainingMs() },
+      { lockId: this.id, resources: this.resources, reason, lostBecause, votes: describeVotes(round.votes), remainingMs: this.remainingMs() },
       'lock extension failed',
     );
     const error = new LockExtendError(this.resources, reason, round.votes, round.elapsedMs, lostBecause);
@@ -286,7 +291,7 @@ export class Lock implements AsyncDisposable {
    * show as 'pending' and run it when they get to it), or after nodeTimeout. Never throws for
    * members that are down; the result says what each answered. Safe to call more than once: each
    * call sends the release again and resolves with what it found, but only the first, if the lock
-   * was not lost before, publishes on 'quorumlock:release'.
+   * was not lost before, publishes on 'quorumlock:release' and writes the lock's end log line.
    */
   async release(): Promise<ReleaseResult> {
     if (!tracing.release.hasSubscribers) return this.#releaseOnce();
@@ -303,12 +308,15 @@ export class Lock implements AsyncDisposable {
     // Set before the round, so that a concurrent second call does not count as the first, and a
     // loss found meanwhile is not reported: holding ends with this release.
     const endsHolding = !this.#released && !this.#lost;
+    // Past its validity with nobody watching the expiry (no #lose): this release ends a lock
+    // that was no longer guaranteed, which its one end line says.
+    const overdueMs = settings.clock.now() - this.#deadline;
     this.#released = true;
     clearBackgroundTimer(settings.clock, this.#expiryTimer);
     // A release burst (thousands of locks released at once) queues on each member: a member still
     // answering our earlier calls is waited for while the lock would still be valid, so the
     // release is confirmed rather than reported unconfirmed.
-    const limitMs = Math.max(settings.nodeTimeout, this.#deadline - settings.clock.now());
+    const limitMs = Math.max(settings.nodeTimeout, -overdueMs);
     const round = await releaseOn({
       members,
       quorum,
@@ -322,26 +330,43 @@ export class Lock implements AsyncDisposable {
     });
     // A release round counts 'released' and 'absent' toward quorum: won = freed on a quorum.
     const freed = round.won;
-    if (freed) {
-      if (debugging(settings.logger)) settings.logger.debug({ resources: this.resources, elapsedMs: round.elapsedMs }, 'lock released');
-    } else
-      settings.logger.warn(
-        { resources: this.resources, votes: describeVotes(round.votes, 'released') },
-        'lock release not confirmed by a quorum; the keys expire by their TTL',
-      );
-    // Only the release that ends the holding: a second release(), or one after the lock was lost
-    // (which `lost` reported), is no new end, and a gauge would count it twice.
-    if (endsHolding && channels.release.hasSubscribers)
-      channels.release.publish({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs });
+    // Only the release that ends the holding, in the log as in the events: a second release(), or
+    // one after the lock was lost ('lock lost' said so), is no new end, and a reader counting
+    // ends (or a gauge) would count it twice.
+    if (endsHolding) {
+      this.#logEnd(freed, overdueMs, round.elapsedMs, round.votes);
+      if (channels.release.hasSubscribers) channels.release.publish({ lockId: this.id, resources: this.resources, freed, elapsedMs: round.elapsedMs });
+    }
     return { freed, votes: round.votes, elapsedMs: round.elapsedMs };
   }
 
+  /** The lock's one end line, when a release ends it (#lose writes the other kind, 'lock lost'). */
+  #logEnd(freed: boolean, overdueMs: number, elapsedMs: number, votes: readonly MemberVote<ReleaseAnswer>[]): void {
+    const { logger } = this.#context.settings;
+    const lock = { lockId: this.id, resources: this.resources };
+    if (!freed) logger.warn({ ...lock, votes: describeVotes(votes, 'released') }, 'lock release not confirmed by a quorum; the keys expire by their TTL');
+    else if (overdueMs >= 0) logger.warn({ ...lock, overdueMs, elapsedMs }, 'lock released after its validity had run out: the work under it ran unprotected');
+    else if (debugging(logger)) logger.debug({ ...lock, elapsedMs }, 'lock released');
+  }
+
   /** What JSON.stringify (and so a pino log line) shows of a lock: never the value. */
-  toJSON(): { id: string; resources: readonly string[]; remainingMs: number; released: boolean; fence?: number } {
+  toJSON(): {
+    /** `lock.id`. */
+    id: string;
+    /** `lock.resources`. */
+    resources: readonly string[];
+    /** `lock.remainingMs()` at the time of the call. */
+    remainingMs: number;
+    /** `lock.released`. */
+    released: boolean;
+    /** `lock.fence`, when fenced. */
+    fence?: number;
+  } {
     const json = { id: this.id, resources: this.resources, remainingMs: this.remainingMs(), released: this.#released };
     return this.fence === undefined ? json : { ...json, fence: this.fence };
   }
 
+  /** What console.log and util.inspect show: toJSON()'s fields, never the value. */
   [inspect.custom](): string {
     return `Lock ${inspect(this.toJSON())}`;
   }

@@ -122,6 +122,9 @@ export class RedisMember implements Member {
   #duplicateOf: string | undefined;
   /** The epochs last read here, per epoch hash: every write is bound to one (epochs.ts). */
   readonly #epochs: EpochBook;
+  readonly #logger: Logger;
+  /** Per epoch hash, the epoch whose restart quarantine was logged: once per epoch, not per vote. */
+  readonly #quarantineLogged = new Map<string, string>();
 
   constructor(client: MemberClient, logger: Logger) {
     this.id = memberId(client);
@@ -134,6 +137,7 @@ export class RedisMember implements Member {
     registerScripts(this.#client);
     // One ordered path for our calls, whatever the user's enableAutoPipelining says (see #call).
     keepOutOfAutoPipelining(client as Redis);
+    this.#logger = logger;
     this.#server = watchServer(client, this.id, logger, this.#topology.readFacts);
     const usable = this.#topology.oneSocket && this.#topology.readFacts !== undefined;
     this.#binding = bindingOf({ client: client as Redis, server: this.#server, member: this.id, logger, usable });
@@ -234,9 +238,11 @@ export class RedisMember implements Member {
         if (error.code === codes.QUORUMLOCK_ERR_NOT_MASTER) return undefined;
         throw error;
       });
-    if (reply === undefined) return { vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: 'not a master' };
+    // The server watch's reason when it has one (it says why: a replica, an INFO without a role).
+    if (reply === undefined) return { vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting ?? 'not a master' };
     const vote = decodeAcquire(reply, settled, request.fencing);
     if (vote.vote === 'taken' || vote.vote === 'queued') return vote;
+    if (vote.vote === 'quarantined') this.#logQuarantine(epochKey, vote);
     // A client that was still connecting ran our call before its INFO ('ready' fires after
     // ioredis flushed its queues): wait for that reading before this yes may count.
     if (this.#server.facts === undefined) await this.#server.firstReading;
@@ -249,6 +255,20 @@ export class RedisMember implements Member {
     vote.quarantinedForMs = NOT_COUNTING;
     vote.notCounting = why;
     return vote;
+  }
+
+  /**
+   * A member in its restart quarantine makes locks fail for up to maxLockTtl with nothing wrong
+   * on it: an operator should see why at info, once per epoch (the votes repeat it on every attempt).
+   */
+  #logQuarantine(epochKey: string, vote: AcquireVote): void {
+    const epoch = vote.epoch?.id ?? '';
+    if (this.#quarantineLogged.get(epochKey) === epoch) return;
+    this.#quarantineLogged.set(epochKey, epoch);
+    this.#logger.info(
+      { member: this.id, epoch, quarantinedForMs: vote.quarantinedForMs },
+      'member is in its restart quarantine (its data is younger than maxLockTtl): its votes do not count until it ends',
+    );
   }
 
   get notCounting(): string | undefined {

@@ -6,6 +6,7 @@
 import { type Clock, driftMs, systemClock } from '../clock/index.js';
 import { memberId, type MemberClient } from '../members/id.js';
 import { clusterPrefixWorks, isReservedName, RESERVED_NAMES, slotOf } from '../store/keys.js';
+import { SHARED_MARK } from '../store/protocol.js';
 import { argumentError } from '../errors.js';
 import { silentLogger, type Logger } from '../diagnostics.js';
 import { checkOptionNames, operatorOptionNames, redlockOptionNames } from './names.js';
@@ -158,6 +159,26 @@ export function checkResources(resources: unknown): string[] {
  * A script runs on one node of a Redis Cluster and may only touch keys of one slot: on a cluster
  * member, every resource of one lock must hash to the same slot (a shared hash tag does that).
  */
+/**
+ * A lock's value as quorumlock makes them (quorum/attempt.ts, newLockValue: 16 random bytes in
+ * base64url; a shared lock's with SHARED_MARK first). Only such a value can hold a key of ours, so
+ * anything else (lock.id, a node-redlock value, a truncated copy) is a caller's mistake, refused
+ * rather than answered "nothing to release".
+ */
+const LOCK_VALUE = new RegExp(`^${SHARED_MARK}?[A-Za-z0-9_-]{22}$`); // SHARED_MARK ('~') is no regex meta-character
+
+/** `value` for a release by value: a lock's value (`lock.value`), as made by quorumlock. */
+export function checkLockValue(value: unknown): string {
+  if (typeof value !== 'string') throw argumentError(TypeError, 'value', `must be a lock's value (a string: lock.value), got ${show(value)}`);
+  if (!LOCK_VALUE.test(value))
+    throw argumentError(
+      RangeError,
+      'value',
+      `must be a lock's value as quorumlock makes them (lock.value: 22 base64url characters, '${SHARED_MARK}' first for a shared lock; not lock.id), got a string of ${value.length} characters`,
+    );
+  return value;
+}
+
 export function checkSameSlot(resources: readonly string[], members: readonly { id: string; isCluster: boolean; keyPrefix: string }[]): void {
   if (resources.length < 2) return;
   for (const member of members) {

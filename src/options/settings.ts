@@ -55,8 +55,11 @@ export interface OperatorOptions {
 
 /** The options of one `acquire()` (tryAcquire() takes signal, fencing and waitTimeout). Any other name is refused. */
 export interface AcquireOptions {
+  /** Attempts after the first, for this call: the Redlock's `retryCount` by default. */
   retryCount?: number;
+  /** Milliseconds between attempts, for this call: the Redlock's `retryDelay` by default. */
   retryDelay?: number;
+  /** The random spread of each delay, ms, for this call: the Redlock's `retryJitter` by default. */
   retryJitter?: number;
   /**
    * Overall budget in ms for this acquire, all attempts and delays included. Default:
@@ -88,27 +91,45 @@ export interface AcquireOptions {
 
 /** The settings a Redlock runs with (`redlock.settings`): its options, checked, with the defaults filled in. */
 export interface Settings {
+  /** RedlockOptions.driftFactor: the drift allowance per ms of ttl. */
   driftFactor: number;
+  /** RedlockOptions.retryCount: attempts after the first, unless an acquire says otherwise. */
   retryCount: number;
+  /** RedlockOptions.retryDelay: ms between attempts. */
   retryDelay: number;
+  /** RedlockOptions.retryJitter: the random spread of each delay, ms. */
   retryJitter: number;
+  /** RedlockOptions.nodeTimeout: ms each member gets to answer each call. */
   nodeTimeout: number;
+  /** RedlockOptions.logger: the silent logger unless one was given. */
   logger: Logger;
+  /** RedlockOptions.clock: systemClock unless one was given. */
   clock: Clock;
+  /** RedlockOptions.maxLockTtl: the longest ttl, and the restart quarantine's length. */
   maxLockTtl: number;
+  /** RedlockOptions.quarantine: false only to demonstrate the hazard it prevents. */
   quarantine: boolean;
+  /** RedlockOptions.maxReentrancy: 0 = reentrancy off. */
   maxReentrancy: number;
 }
 
 /** The default of each RedlockOptions setting. */
 export const defaults = {
+  /** 1 % of the ttl (plus 2 ms): the Redlock paper's allowance for clock drift between client and members. */
   driftFactor: 0.01,
+  /** node-redlock's: code migrating from it keeps its retry behaviour. */
   retryCount: 10,
+  /** node-redlock's, ms. */
   retryDelay: 200,
+  /** node-redlock's, ms. */
   retryJitter: 100,
+  /** ms: the top of the 5–50 ms the Redis docs suggest for a 10 s ttl on one network. */
   nodeTimeout: 50,
+  /** ms: a minute bounds most locks, and keeps a restarted member out for no longer. */
   maxLockTtl: 60_000,
+  /** On: off is unsafe (a member that restarted empty could let a second owner in). */
   quarantine: true,
+  /** Off: reentrancy needs an AsyncLocalStorage, which slows every promise on Node 20. */
   maxReentrancy: 0,
 } as const;
 

@@ -133,7 +133,8 @@ class AcquireRun {
     const { round, outcome, validityMs } = result;
     const { logger } = this.#request.settings;
     this.#attempts.push({ attempt, outcome, startedMs: this.#startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
-    if (debugging(logger)) logger.debug({ resources: this.#request.resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
+    if (debugging(logger))
+      logger.debug({ lockId: this.#lockId, resources: this.#request.resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
     this.rollback = result.rollback;
   }
 
@@ -142,7 +143,8 @@ class AcquireRun {
     const { settings, resources, ttl } = this.#request;
     const { clock, logger } = settings;
     const elapsedMs = () => clock.now() - this.#begin;
-    if (debugging(logger)) logger.debug({ resources, attempt, elapsedMs: elapsedMs(), remainingMs: result.deadline - clock.now() }, 'lock acquired');
+    if (debugging(logger))
+      logger.debug({ lockId: this.#lockId, resources, attempt, elapsedMs: elapsedMs(), remainingMs: result.deadline - clock.now() }, 'lock acquired');
     const { fence } = result;
     if (channels.acquireEnd.hasSubscribers)
       channels.acquireEnd.publish({
@@ -164,7 +166,10 @@ class AcquireRun {
     const { settings, resources } = this.#request;
     const error = new LockAcquireError(resources, this.#attempts, settings.clock.now() - this.#begin, because);
     if (debugging(settings.logger))
-      settings.logger.debug({ resources, attempts: this.#attempts.length, outcome: error.outcome, elapsedMs: error.elapsedMs }, 'lock not acquired');
+      settings.logger.debug(
+        { lockId: this.#lockId, resources, attempts: this.#attempts.length, outcome: error.outcome, elapsedMs: error.elapsedMs },
+        'lock not acquired',
+      );
     return error;
   }
 

@@ -30,18 +30,14 @@
  * a stalled event loop after it (docs/internals.md#timers-before-io) costs nothing.
  */
 import { deadlineOf, driftMs } from '../clock/index.js';
-import type { LossCause } from '../errors.js';
+import type { ExtendAnswer, LossCause } from '../errors.js';
 import type { Member, Open } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { runRound, type RoundResult } from './round.js';
 import { quorumOf } from '../tally.js';
 
-/**
- * What a member said to our extend: 'locked' = every key held our value and now has the new TTL;
- * 'absent' = a key is gone there (expired, evicted, deleted, or forgotten in a restart or flush);
- * 'taken' = a key holds another owner's value. Only 'locked' counts.
- */
-export type ExtendAnswer = 'locked' | 'absent' | 'taken';
+// What a member said to our extend: defined with the votes that carry it (src/errors.ts).
+export type { ExtendAnswer } from '../errors.js';
 
 export function extendSender(resources: readonly string[], value: string, ttl: number) {
   const call = { value, ttlMs: ttl };

@@ -5,7 +5,7 @@
 // The vote records and their wording are defined with the errors that carry them (src/errors.ts
 // imports nothing, so every layer can read them); the algorithm takes them from here as before.
 import type { MemberVote } from '../errors.js';
-export type { LockAnswer, ReleaseAnswer, NoAnswer, MemberVote } from '../errors.js';
+export type { LockAnswer, ExtendAnswer, ReleaseAnswer, NoAnswer, MemberVote } from '../errors.js';
 export { describeVotes } from '../errors.js';
 
 /**

@@ -212,7 +212,11 @@ export class WaitInLine implements Waiting {
     const { clock } = settings;
     const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
     if (deadline - clock.now() <= 0) return undefined;
-    const votes: MemberVote[] = members.map((member, index) => ({ member: member.id, vote: watch.handedBy.has(index) ? 'locked' : 'pending', ms: 0 }));
+    const votes: MemberVote<LockAnswer>[] = members.map((member, index) => ({
+      member: member.id,
+      vote: watch.handedBy.has(index) ? 'locked' : 'pending',
+      ms: 0,
+    }));
     const handedRound = { won: true, votes, startedAt: round.startedAt, elapsedMs: clock.now() - round.startedAt };
     return { won: true, value: this.#handover.value, round: handedRound, votes, deadline, fence: undefined };
   }

@@ -21,10 +21,16 @@ export class Permit extends Lock {
   }
 
   /** What JSON.stringify shows: the Lock's fields (never the value), the semaphore and the permit. */
-  override toJSON(): ReturnType<Lock['toJSON']> & { semaphore: string; permit: number } {
+  override toJSON(): ReturnType<Lock['toJSON']> & {
+    /** `permit.semaphore`. */
+    semaphore: string;
+    /** `permit.permit`. */
+    permit: number;
+  } {
     return { ...super.toJSON(), semaphore: this.semaphore, permit: this.permit };
   }
 
+  /** What console.log and util.inspect show: toJSON()'s fields, never the value. */
   override [inspect.custom](): string {
     return `Permit ${inspect(this.toJSON())}`;
   }

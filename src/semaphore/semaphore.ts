@@ -45,6 +45,7 @@ export interface SemaphoreHost {
 
 /** What holders() reports per held permit. */
 export interface PermitHolder {
+  /** Which permit: 0 .. permits − 1. */
   permit: number;
   /** The quorum-th longest remaining key lifetime: a quorum of members keeps the permit's key at least this long. */
   remainingMs: number;
@@ -75,7 +76,9 @@ function shuffled<T>(items: readonly T[]): T[] {
  * await pool.using(30_000, async (signal, permit) => render({ signal, slot: permit.permit }));
  */
 export class Semaphore {
+  /** The semaphore's name: every client using this name on these members shares its permits. */
   readonly name: string;
+  /** How many holders at once; every client of one semaphore must use the same count. */
   readonly permits: number;
   readonly #host: SemaphoreHost;
   /** The permit keys, index = permit. */

@@ -115,6 +115,11 @@ export function keepsScriptsLocal(facts: ServerFacts): boolean {
  *   while its epoch survives, so no quarantine would start.
  */
 export function whyNotCounting(facts: ServerFacts): string | undefined {
+  // No role at all (serverFacts reads it as 'unknown'): hosted services that hide INFO's
+  // replication section answer so. The scripts refuse such a server too (_epoch.lua), so no trust
+  // or wait can make it count: say that, not "not a master", which reads as a misconfiguration.
+  if (facts.role === 'unknown')
+    return "its INFO shows no role (as hosted Redis services that hide INFO's replication section answer), so it cannot be shown to be a plain master";
   if (facts.role !== 'master') return `not a master (role ${facts.role})`;
   if (facts.cacheMode) return 'may evict lock keys (Dragonfly cache_mode)';
   if (facts.maxmemory > 0 && facts.maxmemoryPolicy !== 'noeviction') return `may evict lock keys (maxmemory-policy ${facts.maxmemoryPolicy})`;

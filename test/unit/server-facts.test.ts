@@ -180,5 +180,7 @@ describe('INFO of each engine', () => {
     expect(serverFacts('role:master').role).toBe('master');
     expect(serverFacts('# Replication\r\nrole:master\r\nmaster_replid:abc').replid).toBe('abc');
     expect(serverFacts('')).toMatchObject({ runId: '', replid: '', role: 'unknown', maxmemory: 0, engine: 'redis' });
+    // No role (a hosted service hiding INFO's replication section): never counts, and says why.
+    expect(whyNotCounting(serverFacts(''))).toMatch(/INFO shows no role .*cannot be shown to be a plain master/);
   });
 });

@@ -14,6 +14,7 @@ import { retryDelayMs } from '../../../src/quorum/wait.js';
 import { Watch, type Notifications } from '../../../src/waiting/notifications.js';
 import { drive, fakeMembers, FakeMember, releasedAfterAcquire, rolledBack, settingsOn, type FakeMemberOptions } from './fake-member.js';
 import { quorumOf } from '../../../src/tally.js';
+import { serverFacts, whyNotCounting } from '../../../src/store/server.js';
 
 /** Notifications that subscribe to nothing: watch() hands out a Watch, ready after `readyMs`, that nobody announces to. */
 function quietNotifications(clock: ManualClock, memberCount: number, readyMs = 0, listening = false) {
@@ -335,5 +336,33 @@ describe('acquireWithRetries: the signal', () => {
     expect(closed()).toBe(1);
     await drive(clock, clock.sleep(1_000));
     expect(members[0]!.callsOf('acquire')).toHaveLength(2);
+  });
+});
+
+describe('acquireWithRetries: the message of members that never count', () => {
+  // What the server watch makes of a hosted service's INFO: no replication section, so no role.
+  const hostedInfo = '# Server\r\nredis_version:7.2.4\r\nrun_id:0f5c6a3e9e1b4d2c8a7f6e5d4c3b2a1908f7e6d5\r\n# Memory\r\nmaxmemory:0\r\n';
+  const noRole = whyNotCounting(serverFacts(hostedInfo))!;
+
+  it('names the reason (an INFO without role) and does not suggest trust, which cannot help', async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, (i) => ({ latencyMs: 1, notCounting: i < 2 ? noRole : undefined }));
+    const result = await run(clock, members, policyOf({ retryCount: 0 })).outcome;
+    expect(result.ok).toBe(false);
+    const error = (result as { error: LockAcquireError }).error;
+    expect(error.outcome).toBe('quarantined');
+    expect(error.message).toContain(`2 not counting (${noRole})`);
+    expect(error.message).toMatch(/INFO shows no role/);
+    expect(error.message).not.toMatch(/trustMembers|declare them trusted/);
+  });
+
+  it('still suggests trust when members are in their restart quarantine', async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, (i) => ({ latencyMs: 1, quarantineLeftMs: i < 2 ? 30_000 : 0 }));
+    const result = await run(clock, members, policyOf({ retryCount: 0 })).outcome;
+    const error = (result as { error: LockAcquireError }).error;
+    expect(error.outcome).toBe('quarantined');
+    expect(error.message).toMatch(/2 quarantined.*redlock\.trustMembers\(\)/);
+    expect(error.message).not.toMatch(/not counting/);
   });
 });
