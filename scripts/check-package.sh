@@ -12,7 +12,7 @@ npm run build >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 tarball="$out/$(npm pack --silent --pack-destination "$out" | tail -n 1)"
-unexpected=$(tar tzf "$tarball" | grep -Ev '^package/(dist/|docs/[a-z-]+\.md$|README\.md$|LICENSE$|package\.json$)' || true)
+unexpected=$(tar tzf "$tarball" | grep -Ev '^package/(dist/|README\.md$|LICENSE$|package\.json$)' || true)
 if [ -n "$unexpected" ]; then echo "check-package: unexpected files in the tarball:"; echo "$unexpected"; exit 1; fi
 echo "check-package: $(tar tzf "$tarball" | wc -l) files, $(du -k "$tarball" | cut -f1) KiB"
 npx publint run "$tarball"
