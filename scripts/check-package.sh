@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Package hygiene on the real tarball: only what users need is in it, publint finds nothing, the
-# types resolve for every consumer (ESM, CJS, node10, bundlers), and, installed in a consumer
+# Package hygiene on the real tarball: only what users need is in it, within its size budget,
+# publint finds nothing, the types resolve for every consumer (ESM, CJS, node10, bundlers; attw,
+# then compiled against under each, test/fixtures/package-types), and, installed in a consumer
 # project, errors made by the CJS build are `instanceof` the ESM build's classes and back, with
 # their codes (test/fixtures/package-errors/dual.mjs); a consumer on ioredis 5 and one on ioredis 6
 # (a peer dependency: the application's one copy) type-check against that ioredis' own types and
@@ -12,9 +13,14 @@ npm run build >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 tarball="$out/$(npm pack --silent --pack-destination "$out" | tail -n 1)"
-unexpected=$(tar tzf "$tarball" | grep -Ev '^package/(dist/|README\.md$|LICENSE$|package\.json$)' || true)
+unexpected=$(tar tzf "$tarball" | grep -Ev '^package/(dist/|README\.md$|CHANGELOG\.md$|LICENSE$|package\.json$)' || true)
 if [ -n "$unexpected" ]; then echo "check-package: unexpected files in the tarball:"; echo "$unexpected"; exit 1; fi
-echo "check-package: $(tar tzf "$tarball" | wc -l) files, $(du -k "$tarball" | cut -f1) KiB"
+# The size budget (issue 22): the files of the tarball add up to at most 550 kB.
+node -e '
+  const [pack] = JSON.parse(require("child_process").execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { encoding: "utf8" }));
+  console.log(`check-package: ${pack.entryCount} files, ${pack.size} bytes packed, ${pack.unpackedSize} unpacked`);
+  if (pack.unpackedSize > 550000) { console.error("check-package: the files add up to more than 550 kB"); process.exit(1); }
+'
 npx publint run "$tarball"
 npx attw "$tarball"
 mkdir "$out/consumer"
@@ -39,6 +45,14 @@ for major in 5 6; do
   node node_modules/typescript/bin/tsc -p "$dir/tsconfig.json"
   (cd "$dir" && IOREDIS_VERSION="$(node -p "require('ioredis/package.json').version")" node out/app.js "${ports[@]:0:3}")
 done
+# The types as each resolution reads them, skipLibCheck off (test/fixtures/package-types): node16
+# from ESM (.mts) and from CJS (.cts), node10, bundler.
+types="$out/ioredis6/types"
+mkdir "$types"
+for ext in mts cts ts; do cp test/fixtures/package-types/consumer.ts "$types/consumer.$ext"; done
+tsc=(node "$PWD/node_modules/typescript/bin/tsc" --noEmit --strict --skipLibCheck false --target es2022 --types node)
+(cd "$types" && "${tsc[@]}" --module node16 consumer.mts consumer.cts && "${tsc[@]}" --module commonjs --moduleResolution node10 consumer.ts && "${tsc[@]}" --module esnext --moduleResolution bundler consumer.ts)
+echo "check-package: the types check under node16 (ESM and CJS), node10 and bundler"
 # The quick start as README.md spells it (in the ioredis 6 consumer): its trust command with the
 # bin the tarball installs, then its first-lock example, type-checked and run on five masters.
 dir="$out/ioredis6"
