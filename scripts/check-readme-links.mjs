@@ -1,5 +1,5 @@
-// Every link of the pages npm shows or ships (README.md) must work from the npm page and from
-// node_modules: npm shows README.md away from the repository, so
+// Every link of the pages npm shows or ships (README.md, CHANGELOG.md) must work from the npm page
+// and from node_modules, away from the repository, so
 //   - a link into the repository (package.json's repository, /blob/main/ or /tree/main/) must name
 //     a file or folder git tracks, and its #anchor a heading of that Markdown file;
 //   - a relative link must name a file that is both in the packed tarball (`npm pack --dry-run`)
@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const pages = process.argv.length > 2 ? process.argv.slice(2) : ['README.md'];
+const pages = process.argv.length > 2 ? process.argv.slice(2) : ['README.md', 'CHANGELOG.md'];
 const manifest = JSON.parse(readFileSync(`${root}package.json`, 'utf8'));
 const repository = /github\.com\/([^/]+\/[^/.]+)/.exec(manifest.repository?.url ?? '')?.[1];
 if (!repository) throw new Error('check-readme-links: package.json has no GitHub repository.url');
