@@ -1,30 +1,87 @@
-// Builds dist/ for both module systems:
-//   dist/esm/index.js  + dist/esm/types/*.d.ts   (import)
-//   dist/esm/testing.js, dist/cjs/testing.js     (quorumlock/testing: helpers for test suites)
-//   dist/cli/main.js                             (the quorumlock command)
-//   dist/cjs/index.js  + dist/cjs/types/*.d.ts   (require; a package.json there says "commonjs",
-//                                                 so the same .d.ts files read as CJS types)
-// esbuild bundles the code (p-timeout is ESM-only, so it is inlined; ioredis stays the user's);
-// tsc writes the declarations.
+// Builds dist/ with one copy of the library, which every entry point shares:
+//   dist/cjs/core.js          the library, bundled once (CommonJS, so that require() works on
+//                             every Node 20; a package.json there says "commonjs"). It exports
+//                             namespaces: `index` (the public API), `testing`, and each module
+//                             of src/ that the CLI imports
+//   dist/cjs/index.js         require('quorumlock'):         module.exports = core.index
+//   dist/cjs/testing.js       require('quorumlock/testing'): module.exports = core.testing
+//   dist/esm/index.js         import: Node's "ES module wrapper" for dual packages, re-exporting
+//   dist/esm/testing.js       core's names (one copy also means one set of classes: no dual-package hazard)
+//   dist/cli/main.js          the quorumlock command: its own code bundled (ESM, top-level await),
+//                             its imports of the library rewritten to core's namespaces
+//   dist/cjs/types/*.d.ts     tsc's declarations (read as CJS types, as the code they describe)
+//   dist/esm/types/{index,testing}.d.ts   `export *` of those, read as ESM types
+// No source maps: the bundles are not minified, so a stack trace's line is readable as it is, and
+// maps were half the package's size. ioredis stays the user's (a peer dependency); p-timeout and
+// the like are inlined.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
 
 rmSync('dist', { recursive: true, force: true });
 execFileSync(process.execPath, ['scripts/embed-lua.mjs'], { stdio: 'inherit' });
-const common = { entryPoints: ['src/index.ts'], bundle: true, platform: 'node', target: 'node20', external: ['ioredis'], sourcemap: true, logLevel: 'warning' };
-await build({ ...common, format: 'esm', outfile: 'dist/esm/index.js' });
-await build({ ...common, format: 'cjs', outfile: 'dist/cjs/index.js' });
-// quorumlock/testing (package.json "exports"): helpers for test suites only, never imported by
-// the main entry. Bundled on its own; it shares no state with the main bundle (resetMembers
-// works on the user's clients, not on a Redlock).
-await build({ ...common, entryPoints: ['src/testing.ts'], format: 'esm', outfile: 'dist/esm/testing.js' });
-await build({ ...common, entryPoints: ['src/testing.ts'], format: 'cjs', outfile: 'dist/cjs/testing.js' });
-// The CLI (package bin): ESM with its shebang, ioredis the installed one.
-await build({ ...common, entryPoints: ['src/cli/main.ts'], format: 'esm', outfile: 'dist/cli/main.js' });
-chmodSync('dist/cli/main.js', 0o755);
-execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-mkdirSync('dist/cjs/types', { recursive: true });
-cpSync('dist/esm/types', 'dist/cjs/types', { recursive: true });
+const common = { bundle: true, platform: 'node', target: 'node20', external: ['ioredis'], logLevel: 'warning' };
+const cliDir = resolve('src/cli');
+const outsideCli = (path) => !resolve(path).startsWith(cliDir + '/');
+
+// The modules of src/ outside src/cli that the CLI imports directly (after esbuild drops type-only
+// imports), from a bundle pass that is not written.
+const { metafile } = await build({ ...common, entryPoints: ['src/cli/main.ts'], format: 'esm', outfile: 'dist/cli/main.js', write: false, metafile: true });
+const cliImports = new Set();
+for (const [input, { imports }] of Object.entries(metafile.inputs)) {
+  if (outsideCli(input)) continue;
+  for (const { path } of imports) if (path.startsWith('src/') && outsideCli(path)) cliImports.add(resolve(path));
+}
+/** The namespace of core that holds a module of src/: store/keys.ts -> store_keys. */
+const namespaceOf = (path) => relative('src', path).replace(/\.ts$/, '').replace(/\W/g, '_');
+const modules = new Map([
+  ['index', resolve('src/index.ts')],
+  ['testing', resolve('src/testing.ts')],
+  ...[...cliImports].map((path) => [namespaceOf(path), path]),
+]);
+await build({
+  ...common,
+  stdin: { contents: [...modules].map(([name, path]) => `export * as ${name} from ${JSON.stringify(path)};`).join('\n'), resolveDir: '.', loader: 'ts' },
+  format: 'cjs',
+  outfile: 'dist/cjs/core.js',
+});
 writeFileSync('dist/cjs/package.json', '{ "type": "commonjs" }\n');
-console.log('built dist/esm and dist/cjs');
+const core = createRequire(import.meta.url)(resolve('dist/cjs/core.js'));
+
+/** An ES module exporting the names of one of core's namespaces, importing core at `from`. */
+const reexport = (name, from) => `import core from ${JSON.stringify(from)};\nexport const { ${Object.keys(core[name]).join(', ')} } = core.${name};\n`;
+mkdirSync('dist/esm/types', { recursive: true });
+for (const entry of ['index', 'testing']) {
+  writeFileSync(`dist/cjs/${entry}.js`, `'use strict';\nmodule.exports = require('./core.js').${entry};\n`);
+  writeFileSync(`dist/esm/${entry}.js`, reexport(entry, '../cjs/core.js'));
+  writeFileSync(`dist/esm/types/${entry}.d.ts`, `export * from '../../cjs/types/${entry}.js';\n`);
+}
+
+// The CLI: an import from src/cli of a module outside it becomes a module that re-exports that
+// module's namespace of core (the path is relative to dist/cli/main.js, left as it is: external).
+const fromCore = {
+  name: 'library-from-core',
+  setup(cli) {
+    cli.onResolve({ filter: /^\.\.?\// }, ({ path, importer }) => {
+      const target = resolve(dirname(importer), path.replace(/\.js$/, '.ts'));
+      if (outsideCli(importer) || !outsideCli(target)) return undefined;
+      if (!modules.has(namespaceOf(target))) throw new Error(`build: the CLI imports ${target}, which the first pass did not find`);
+      return { path: namespaceOf(target), namespace: 'core' };
+    });
+    cli.onLoad({ filter: /.*/, namespace: 'core' }, ({ path }) => ({ contents: reexport(path, '../cjs/core.js'), loader: 'js' }));
+  },
+};
+await build({
+  ...common,
+  entryPoints: ['src/cli/main.ts'],
+  format: 'esm',
+  outfile: 'dist/cli/main.js',
+  external: [...common.external, '../cjs/core.js'],
+  plugins: [fromCore],
+});
+chmodSync('dist/cli/main.js', 0o755);
+
+execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+console.log(`built ${join('dist', 'cjs')} (the library), dist/esm, dist/cli`);

@@ -40,6 +40,7 @@ export { minTtl } from './options/check.js';
 export { defaults, MAX_TTL_MS, type AcquireOptions, type OperatorOptions, type UsingOptions, type Settings, type RedlockOptions } from './options/settings.js';
 export type { MemberVote, LockAnswer, ExtendAnswer, ReleaseAnswer, NoAnswer } from './quorum/votes.js';
 export { quorumOf } from './tally.js';
+export { WIRE_PROTOCOL } from './store/protocol.js';
 export type { Election, Leadership, LeaderInfo, ElectionOptions, CampaignOptions, ObserveOptions } from './election/index.js';
 export { type Clock, ManualClock, systemClock, driftMs, validityMs } from './clock/index.js';
 export { fencedWrite, fenceKeyOf, FENCE_GUARD_LUA } from './fencing/guard.js';

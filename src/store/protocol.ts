@@ -12,6 +12,16 @@
  */
 import { protocolError, type LockAnswer, type MemberVote } from '../errors.js';
 
+/**
+ * The version of what clients and members share: the key layout (keys.ts), the scripts' KEYS,
+ * ARGV and replies (this file), what the scripts store (the lock values, lines, readers and
+ * hand-over requests, the epoch hash's fields) and the waiter channels. Raised whenever a client
+ * of one version could misread what a client of the other left on a member; clients of different
+ * versions must not share members (docs/operations.md, "Upgrading quorumlock").
+ * 1: quorumlock 0.1.0. 2: quorumlock 0.2.0, every write bound to its member's epoch.
+ */
+export const WIRE_PROTOCOL = 2;
+
 // --- acquire.lua ------------------------------------------------------------------------------
 
 /**

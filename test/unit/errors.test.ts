@@ -438,8 +438,9 @@ interface Build {
 }
 
 /**
- * The package's ESM and CJS builds, bundled as scripts/build.mjs bundles them (esbuild, node20,
- * ioredis external; src/index.ts and src/testing.ts each on their own), fresh from src/ into a
+ * Two more copies of the package, an ESM and a CJS bundle (esbuild, node20, ioredis external;
+ * src/index.ts and src/testing.ts each on their own), as two bundles of one application may hold
+ * them (the package itself ships one copy, scripts/build.mjs), fresh from src/ into a
  * directory of this test's own: the checkout's dist/ may be absent or older than src/, and
  * `npm run build` deletes it first, under whoever else reads it. Inside node_modules, so that
  * the bundles' ioredis resolves. The CJS one is loaded with require(), the ESM one with import().
