@@ -9,14 +9,15 @@
 //   dist/esm/testing.js       core's names (one copy also means one set of classes: no dual-package hazard)
 //   dist/cli/main.js          the quorumlock command: its own code bundled (ESM, top-level await),
 //                             its imports of the library rewritten to core's namespaces
-//   dist/cjs/types/*.d.ts     tsc's declarations (read as CJS types, as the code they describe)
+//   dist/cjs/types/*.d.ts     tsc's declarations (read as CJS types, as the code they describe),
+//                             those the entry points' types reach
 //   dist/esm/types/{index,testing}.d.ts   `export *` of those, read as ESM types
 // No source maps: the bundles are not minified, so a stack trace's line is readable as it is, and
 // maps were half the package's size. ioredis stays the user's (a peer dependency); p-timeout and
 // the like are inlined.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 
@@ -84,4 +85,27 @@ await build({
 chmodSync('dist/cli/main.js', 0o755);
 
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+
+// Declarations no entry point's types reach (the internals: rounds, members, scripts) are of no
+// use to a user, whose imports the exports map limits to the entry points: not shipped.
+const typesRoot = resolve('dist/cjs/types');
+const reached = new Set();
+const reach = (file) => {
+  if (reached.has(file)) return;
+  reached.add(file);
+  for (const [, specifier] of readFileSync(file, 'utf8').matchAll(/(?:from|import\()\s*['"](\.[^'"]+)['"]/g)) {
+    const target = resolve(dirname(file), specifier).replace(/\.js$/, '.d.ts');
+    for (const candidate of [target, target.replace(/\.d\.ts$/, '/index.d.ts')]) if (existsSync(candidate)) reach(candidate);
+  }
+};
+for (const entry of ['index', 'testing']) reach(join(typesRoot, `${entry}.d.ts`));
+const prune = (directory) => {
+  for (const entry of readdirSync(directory, { withFileTypes: true })) {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) prune(path);
+    else if (!reached.has(path)) rmSync(path);
+  }
+  if (readdirSync(directory).length === 0) rmSync(directory, { recursive: true });
+};
+prune(typesRoot);
 console.log(`built ${join('dist', 'cjs')} (the library), dist/esm, dist/cli`);
