@@ -17,7 +17,7 @@ import { LeadershipLostError, Redlock, type Leadership } from '../index.js';
 import { defaults } from '../options/settings.js';
 import { EXTEND_SHARE } from '../election/leadership.js';
 import { FORWARDED, signalCode, spawnChild, SpawnError, type ChildLock, type RunningChild } from './child.js';
-import { parseDuration } from './duration.js';
+import { formatMs, parseDuration } from './duration.js';
 import { EXIT, UsageError } from './errors.js';
 import { connect, parseMembers, readTls, type MemberUrl, type Tls } from './members.js';
 
@@ -109,8 +109,7 @@ export async function elect(options: ElectOptions): Promise<number> {
   const campaigning = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     interruptedBy ??= signal;
-    const child = running?.child;
-    if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (running) running.signal(signal);
     else campaigning.abort(new Error(`interrupted by ${signal}`));
   };
   for (const signal of FORWARDED) process.on(signal, onSignal);
@@ -155,6 +154,12 @@ export async function elect(options: ElectOptions): Promise<number> {
               ...(stop.reason instanceof LeadershipLostError ? { ended: stop.reason.why } : {}),
               leftMs: Math.round(stop.leftMs),
             },
+          ),
+        (killAfterMs) =>
+          say(
+            'warning',
+            `the command exited, but left processes in its process group: stopping them before resigning the leadership of "${options.name}": SIGTERM now, SIGKILL in ${formatMs(killAfterMs)} at the latest`,
+            { reason: 'leftovers', killAfterMs: Math.round(killAfterMs) },
           ),
       );
       running = child;

@@ -13,6 +13,7 @@ import { members as membersCommand, status as statusCommand, trust as trustComma
 import { parseMembers, readTls } from './members.js';
 import { run } from './run.js';
 import { electCommand } from './elect.js';
+import { endingOf, endWith, type Ending } from './ending.js';
 import { USAGE } from './usage.js';
 import { defaults } from '../options/settings.js';
 
@@ -107,7 +108,14 @@ async function runCommand(args: string[]): Promise<number> {
   });
 }
 
-export async function main(argv: string[]): Promise<number> {
+/** Runs one command; `signal` set when run or elect should end by the signal they received (ending.ts). */
+export async function main(argv: string[]): Promise<Ending> {
+  // run and elect forward signals to their command and end by the same signal; the others die of it as any program does.
+  if (argv[0] === 'run' || argv[0] === 'elect') return endingOf(() => commandCode(argv));
+  return { code: await commandCode(argv) };
+}
+
+async function commandCode(argv: string[]): Promise<number> {
   const out = (text: string) => void process.stdout.write(text);
   const [command, ...rest] = argv;
   try {
@@ -176,9 +184,9 @@ function isEntry(): boolean {
 }
 
 if (isEntry()) {
-  const code = await main(process.argv.slice(2));
-  process.exitCode = code;
+  const ending = await main(process.argv.slice(2));
+  endWith(ending);
   // Every connection is closed by now, so the process exits by itself (the tests hold it to
   // that). Should anything still hold it open, exit anyway rather than hang a cron job.
-  setTimeout(() => process.exit(code), 5000).unref();
+  setTimeout(() => process.exit(ending.code), 5000).unref();
 }

@@ -104,9 +104,8 @@ export async function run(options: RunOptions): Promise<number> {
   let interruptedBy: NodeJS.Signals | undefined;
   const waiting = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
-    const child = running?.child;
-    if (child) {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (running) {
+      running.signal(signal);
     } else if (!interruptedBy) {
       interruptedBy = signal;
       waiting.abort(new Error(`interrupted by ${signal}`));
@@ -178,7 +177,13 @@ async function holding(
 ): Promise<number> {
   const acquiredAt = performance.now();
   const onStop = (stop: Stopping) => say('lost', stopText(options, stop, extendVotes()), stopData(stop));
-  const child = spawnChild(options, lock, onStop);
+  const onLeftovers = (killAfterMs: number) =>
+    say(
+      'warning',
+      `the command exited, but left processes in its process group: stopping them before the lock on "${options.resource}" is released: SIGTERM now, SIGKILL in ${formatMs(killAfterMs)} at the latest`,
+      { reason: 'leftovers', killAfterMs: Math.round(killAfterMs) },
+    );
+  const child = spawnChild(options, lock, onStop, onLeftovers);
   onSpawn(child);
   let code: number;
   try {
