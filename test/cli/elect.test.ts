@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TestMasters } from '../integration/masters.js';
-import { cli, events, nodeCommand, type Cli, withMasters } from './spawn.js';
+import { cli, events, nodeCommand, type Cli, waitForEvent, withMasters } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -62,6 +62,11 @@ describe('elect', () => {
     // Waits while the first leads: well past several of the first one's extensions.
     await new Promise((resolve) => setTimeout(resolve, 2500));
     expect(termsOf(second.stdout)).toEqual([]);
+    // And says why, once.
+    expect(await waitForEvent(second, (event) => event.event === 'waiting')).toMatchObject({
+      cause: 'held',
+      reason: 'waiting to lead "elect-takeover": another candidate leads',
+    });
     first.child.kill('SIGKILL');
     await second.waitFor('leading');
     const [before] = termsOf(first.stdout);
@@ -73,6 +78,49 @@ describe('elect', () => {
     const done = await second.done;
     expect(done.stdout).toContain(`stopped ${after!.term}`);
     expect(done.code).toBe(0);
+  });
+
+  it('says why it waits, once per reason: members not answering, then in their restart quarantine; then that it was elected', async () => {
+    try {
+      // In words on stderr, and quiet when elected at once.
+      await Promise.all(t.masters.slice(0, 2).map((master) => master.pause()));
+      const plain = elect('elect-waits-plain', '1s', LEADER_SCRIPT);
+      await expect.poll(() => plain.stderr, { timeout: 15_000 }).toContain('quorumlock: waiting to lead "elect-waits-plain": 2 members not answering');
+      await t.resumeAll();
+      await plain.waitFor('leading');
+      expect(plain.stderr).toContain('quorumlock: elected: leading "elect-waits-plain"');
+      plain.child.kill('SIGTERM');
+      await plain.done;
+      const quiet = await elect('elect-waits-plain', '1s', 'process.exit(0)').done;
+      expect(quiet).toMatchObject({ code: 0, stderr: '' });
+
+      // As --json events, with each member's state.
+      await Promise.all(t.masters.slice(0, 2).map((master) => master.pause()));
+      const candidate = elect('elect-waits', '1s', LEADER_SCRIPT, ['--json']);
+      const silent = await waitForEvent(candidate, (event) => event.event === 'waiting');
+      expect(silent).toMatchObject({
+        election: 'elect-waits',
+        cause: 'unreachable',
+        count: 2,
+        reason: 'waiting to lead "elect-waits": 2 members not answering',
+      });
+      expect((silent.members as { state: string }[]).filter((member) => /not answering/.test(member.state))).toHaveLength(2);
+      // One back empty: inside its restart quarantine it does not count yet (nor does the one still paused).
+      await t.masters[0]!.restart();
+      const quarantined = await waitForEvent(candidate, (event) => event.event === 'waiting' && event.cause === 'quarantined');
+      expect(quarantined).toMatchObject({ count: 1, reason: expect.stringMatching(/1 member in its restart quarantine \(up to .* left\)/) });
+      // The paused one back: with the third, a quorum that counts.
+      await t.masters[1]!.resume();
+      await candidate.waitFor('leading');
+      candidate.child.kill('SIGTERM');
+      const done = await candidate.done;
+      // Told when the reason changed, not on every retry (a round every few ms, for seconds).
+      const kinds = events(done.stderr).map((event) => event.event);
+      expect(kinds.filter((kind) => kind === 'waiting')).toHaveLength(2);
+      expect(kinds.indexOf('elected')).toBeGreaterThan(kinds.lastIndexOf('waiting'));
+    } finally {
+      await t.heal();
+    }
   });
 
   it('stops the command when leadership is lost (two of three members paused), then campaigns again and runs it under a new term', async () => {

@@ -154,6 +154,29 @@ export function events(stderr: string): Record<string, unknown>[] {
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
+/** Resolves with the first complete --json event on stderr that `matches`; rejects after `timeoutMs` or when the CLI exits first. */
+export function waitForEvent(cli: Cli, matches: (event: Record<string, unknown>) => boolean, timeoutMs = 15_000): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => finish(new Error(`no such event within ${timeoutMs} ms: ${cli.stderr}`)), timeoutMs);
+    const check = () => {
+      const complete = cli.stderr.slice(0, cli.stderr.lastIndexOf('\n') + 1);
+      const found = events(complete).find(matches);
+      if (found) finish(undefined, found);
+    };
+    const exited = () => finish(new Error(`exited before the event: ${cli.stdout}\n${cli.stderr}`));
+    const finish = (error?: Error, event?: Record<string, unknown>) => {
+      clearTimeout(timer);
+      cli.child.stderr!.off('data', check);
+      cli.child.off('close', exited);
+      if (error) reject(error);
+      else resolve(event!);
+    };
+    cli.child.stderr!.on('data', check);
+    cli.child.once('close', exited);
+    check();
+  });
+}
+
 /** A node one-liner as the locked command. */
 export const nodeCommand = (code: string) => ['--', process.execPath, '-e', code];
 
