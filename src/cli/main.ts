@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The quorumlock CLI: `run`, `status`, `members`, `trust`, `restore-fencing`. Exit codes in usage.ts (--help).
+ * The quorumlock CLI: `run`, `elect`, `leader`, `status`, `members`, `trust`, `restore-fencing`. Exit codes in usage.ts (--help).
  * Parses process.argv, runs one command, closes every connection and exits with its code.
  */
 import { readFileSync, realpathSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { parseMembers, readTls } from './members.js';
 import { run } from './run.js';
 import { electCommand } from './elect.js';
 import { endingOf, endWith, type Ending } from './ending.js';
+import { leader as leaderCommand } from './leader.js';
 import { USAGE } from './usage.js';
 import { defaults } from '../options/settings.js';
 
@@ -39,7 +40,11 @@ const runOptions = {
 /** Why `trust` wants --yes: it is the one step that can break mutual exclusion when misused. */
 const TRUST_CONFIRM = `trust: refusing without --yes. trust declares every member brand new and ends its restart quarantine at once. It is a one-time step for a brand-new deployment whose masters never held a lock. Never run it for members that restarted empty or were flushed while locks may have been held: the quarantine is what keeps a lock they forgot from being granted twice. Check \`quorumlock members\` first, then run \`quorumlock trust --yes\``;
 
-async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore-fencing', args: string[], out: (text: string) => void): Promise<number> {
+async function inspectCommand(
+  command: 'status' | 'members' | 'trust' | 'restore-fencing' | 'leader',
+  args: string[],
+  out: (text: string) => void,
+): Promise<number> {
   const { values, positionals } = parse(args, inspectOptions, command);
   if (values.help) return (out(USAGE), EXIT.ok);
   const options: InspectOptions = {
@@ -55,6 +60,11 @@ async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore
   if (command === 'status') {
     if (positionals.length !== 1) throw new UsageError(`status: expected exactly one <resource>, got ${positionals.length}`, '<resource>');
     return statusCommand(positionals[0]!, options);
+  }
+  if (command === 'leader') {
+    if (positionals.length !== 1) throw new UsageError(`leader: expected exactly one <election>, got ${positionals.length}`, '<election>');
+    if (values.floor !== undefined) throw new UsageError('leader: --floor is for restore-fencing only', '--floor');
+    return leaderCommand(positionals[0]!, options);
   }
   if (positionals.length > 0) throw new UsageError(`${command}: unexpected argument "${positionals[0]}"`);
   if (command === 'restore-fencing') {
@@ -139,9 +149,12 @@ async function commandCode(argv: string[]): Promise<number> {
       case 'members':
       case 'trust':
       case 'restore-fencing':
+      case 'leader':
         return await inspectCommand(command, rest, out);
       default:
-        throw new UsageError(`unknown command "${command}": expected run, elect, status, members, trust, restore-fencing or version (quorumlock --help)`);
+        throw new UsageError(
+          `unknown command "${command}": expected run, elect, leader, status, members, trust, restore-fencing or version (quorumlock --help)`,
+        );
     }
   } catch (error) {
     if (error instanceof UsageError) {

@@ -3,6 +3,7 @@
  * against three real redis-server masters.
  */
 import { describe, expect, it } from 'vitest';
+import { electionResource } from '../../src/store/keys.js';
 import type { TestMasters } from '../integration/masters.js';
 import { cli, events, nodeCommand, type Cli, waitForEvent, withMasters } from './spawn.js';
 
@@ -144,5 +145,51 @@ describe('elect', () => {
     expect(kinds.filter((kind) => kind === 'elected')).toHaveLength(2);
     expect(kinds).toContain('lost');
     expect(kinds).toContain('campaign');
+  });
+});
+
+describe('leader', () => {
+  const leader = (name: string, flags: string[] = []) => cli(['leader', name, '--members', members, ...flags]).done;
+
+  it('names the leader (exit 0), says vacant (exit 3), and cannot tell with too few answers (exit 69) or no quorum agreeing (exit 75)', async () => {
+    const vacant = await leader('who-leads');
+    expect(vacant).toMatchObject({ code: 3, stdout: 'who-leads: vacant, nobody leads; 3 of 3 members answered (quorum 2)\n' });
+
+    const elected = elect('who-leads', '5s', LEADER_SCRIPT, ['--id', 'host-a']);
+    await elected.waitFor('leading');
+    const [{ term }] = termsOf(elected.stdout) as [{ term: number }];
+    const plain = await leader('who-leads');
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(
+      new RegExp(`^who-leads: led by host-a, term ${term} \\(held for at least .* more\\); 3 of 3 members answered \\(quorum 2\\)\\n$`),
+    );
+    const json = JSON.parse((await leader('who-leads', ['--json'])).stdout) as Record<string, unknown>;
+    expect(json).toMatchObject({ election: 'who-leads', state: 'led', leader: { id: 'host-a', term }, quorum: 2, answered: 3, exitCode: 0 });
+
+    // Two of three paused: the one that answers cannot speak for a quorum.
+    await Promise.all(t.masters.slice(0, 2).map((master) => master.pause()));
+    const unknown = await leader('who-leads', ['--json', '--timeout', '300ms']);
+    expect(unknown.code).toBe(69);
+    expect(JSON.parse(unknown.stdout)).toMatchObject({ state: 'unknown', why: 'unavailable', answered: 1 });
+    await t.resumeAll();
+    elected.child.kill('SIGTERM');
+    await elected.done;
+
+    // A lock key with no leader record on one member, absent on the others: all answered, no quorum names a leader.
+    await t.clients[0]!.set(electionResource('who-leads'), 'not a leader', 'PX', 10_000);
+    try {
+      const undecided = await leader('who-leads');
+      expect(undecided.code).toBe(75);
+      expect(undecided.stdout).toContain('who-leads: cannot tell who leads: no quorum names one leader yet');
+    } finally {
+      await t.clients[0]!.del(electionResource('who-leads'));
+    }
+  });
+
+  it('refuses a missing or an invalid name as a usage error', async () => {
+    expect((await cli(['leader', '--members', members]).done).code).toBe(64);
+    const braces = await leader('a{b');
+    expect(braces.code).toBe(64);
+    expect(braces.stderr).toMatch(/must not contain \{ or \}/);
   });
 });
