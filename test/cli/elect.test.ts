@@ -157,7 +157,7 @@ describe('leader', () => {
 
     const elected = elect('who-leads', '5s', LEADER_SCRIPT, ['--id', 'host-a']);
     await elected.waitFor('leading');
-    const [{ term }] = termsOf(elected.stdout) as [{ term: number }];
+    const term = termsOf(elected.stdout)[0]!.term;
     const plain = await leader('who-leads');
     expect(plain.code).toBe(0);
     expect(plain.stdout).toMatch(
