@@ -6,9 +6,9 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ParseArgsConfig } from 'node:util';
-import { commonFlags, parse, required } from './args.js';
+import { commonFlags, exitCodeOption, parse, required } from './args.js';
 import { parseDuration } from './duration.js';
-import { EXIT, UsageError } from './errors.js';
+import { EXIT, USAGE_CODES, UsageError } from './errors.js';
 import { members as membersCommand, status as statusCommand, trust as trustCommand, type InspectOptions } from './inspect.js';
 import { parseMembers, readTls } from './members.js';
 import { run } from './run.js';
@@ -35,6 +35,9 @@ const runOptions = {
   'node-timeout': { type: 'string' },
   'skip-if-locked': { type: 'boolean' },
   'at-least': { type: 'string' },
+  // flock(1)'s -E and -s.
+  'conflict-exit-code': { type: 'string', short: 'E' },
+  shared: { type: 'boolean', short: 's' },
 } as const satisfies ParseArgsConfig['options'];
 
 /** Why `trust` wants --yes: it is the one step that can break mutual exclusion when misused. */
@@ -97,6 +100,14 @@ async function runCommand(args: string[]): Promise<number> {
   if (ttl > maxLockTtl) throw new UsageError(`run: --ttl (${ttl} ms) must not exceed --max-lock-ttl (${maxLockTtl} ms)`, '--ttl');
   if (atLeast > maxLockTtl) throw new UsageError(`run: --at-least (${atLeast} ms) must not exceed --max-lock-ttl (${maxLockTtl} ms)`, '--at-least');
   const nodeTimeout = values['node-timeout'] === undefined ? 50 : parseDuration('--node-timeout', values['node-timeout']);
+  const conflictExitCode =
+    values['conflict-exit-code'] === undefined ? EXIT.notAcquired : exitCodeOption(values['conflict-exit-code'], '--conflict-exit-code', 'run');
+  if (values['conflict-exit-code'] !== undefined && values['skip-if-locked'])
+    throw new UsageError(
+      'run: --skip-if-locked and --conflict-exit-code both say how a held lock ends: use one (--skip-if-locked: 0 without a word)',
+      '--conflict-exit-code',
+      USAGE_CODES.conflict,
+    );
   // The lock must outlive a round and the drift allowance with room to extend: see README, ttl.
   if (ttl <= nodeTimeout * 3) throw new UsageError(`run: --ttl (${ttl} ms) must be more than 3 × --node-timeout (${nodeTimeout} ms)`, '--ttl');
   return run({
@@ -109,6 +120,8 @@ async function runCommand(args: string[]): Promise<number> {
     maxLockTtl,
     nodeTimeout,
     skipIfLocked: values['skip-if-locked'] ?? false,
+    conflictExitCode,
+    shared: values.shared ?? false,
     atLeast,
     tls: readTls(values['tls-ca']),
     json: values.json ?? false,
@@ -158,7 +171,20 @@ async function commandCode(argv: string[]): Promise<number> {
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`quorumlock: ${error.message}\n(quorumlock --help for usage)\n`);
+      // With --json, stderr carries only JSON lines: the mistake as a `failed` event with its code.
+      if (argv.includes('--json'))
+        process.stderr.write(
+          JSON.stringify({
+            event: 'failed',
+            outcome: 'usage',
+            code: error.code,
+            ...(error.flag === undefined ? {} : { flag: error.flag }),
+            reason: error.message,
+            exitCode: EXIT.usage,
+            source: 'quorumlock',
+          }) + '\n',
+        );
+      else process.stderr.write(`quorumlock: ${error.message}\n(quorumlock --help for usage)\n`);
       return EXIT.usage;
     }
     // Invalid settings caught by Redlock itself (RangeError with `parameter`) are usage errors too.

@@ -23,6 +23,10 @@ export interface RunOptions {
   nodeTimeout: number;
   /** Exit 0 without a word when another owner holds the lock (cron on several hosts). */
   skipIfLocked: boolean;
+  /** The exit code when another owner holds the lock past --wait (flock -E; default 73). */
+  conflictExitCode: number;
+  /** A shared lock (flock -s): many shared holders at once, or one exclusive holder. */
+  shared: boolean;
   /** Hold the lock at least this long from acquisition, ms (0: release when the command exits). */
   atLeast: number;
   tls: Tls;
@@ -122,6 +126,7 @@ export async function run(options: RunOptions): Promise<number> {
     try {
       lock = await redlock.acquire(options.resource, options.ttl, {
         fencing: options.fencing,
+        shared: options.shared,
         signal: waiting.signal,
         ...(options.wait > 0 ? { retryCount: Infinity, waitTimeout: options.wait } : { retryCount: 0 }),
       });
@@ -140,7 +145,11 @@ export async function run(options: RunOptions): Promise<number> {
       throw error;
     }
     clearLine();
-    say('acquired', undefined, { elapsedMs: Math.round(performance.now() - started), ...(lock.fence === undefined ? {} : { fence: lock.fence }) });
+    say('acquired', undefined, {
+      elapsedMs: Math.round(performance.now() - started),
+      ...(lock.fence === undefined ? {} : { fence: lock.fence }),
+      ...(options.shared ? { shared: true } : {}),
+    });
     const stopExtending = keepExtended(lock, options.ttl, threshold, redlock.settings.clock);
     try {
       return await holding({ ...options, thresholdMs: threshold }, lock, redlock, say, votes.extend, (child) => (running = child), stopExtending);
@@ -285,7 +294,7 @@ function notAcquired(error: LockAcquireError, options: RunOptions, connected: Co
     say('skipped', undefined, { outcome: error.outcome, reason: 'held by another owner', exitCode: EXIT.ok, source: 'quorumlock' });
     return EXIT.ok;
   }
-  const code = held ? EXIT.notAcquired : EXIT.unavailable;
+  const code = held ? options.conflictExitCode : EXIT.unavailable;
   const reason = acquireReason(error, options);
   const members: MemberState[] = states;
   say('failed', `${reason}\n${statesText(states)}`, { outcome: error.outcome, reason, members, exitCode: code, source: 'quorumlock' });

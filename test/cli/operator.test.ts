@@ -371,3 +371,98 @@ describe('trust: confirmation and the restarted-empty warning', () => {
     await t.heal();
   });
 });
+
+describe('run: flock(1) parity', () => {
+  it('-E / --conflict-exit-code sets the exit code of a held lock (and only of a held lock)', async () => {
+    const holder = await hold(members, 'conflict-code');
+    const short = await cli(['run', '--members', members, '--resource', 'conflict-code', '--ttl', '5s', '-E', '3', ...nodeCommand('console.log("ran")')]).done;
+    expect(short.code).toBe(3);
+    expect(short.stdout).toBe('');
+    expect(short.stderr).toContain('could not lock "conflict-code": it is held by another owner');
+    const json = await cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      'conflict-code',
+      '--ttl',
+      '5s',
+      '--conflict-exit-code',
+      '0',
+      '--json',
+      ...nodeCommand('0'),
+    ]).done;
+    expect(json.code).toBe(0);
+    expect(events(json.stderr)).toEqual([expect.objectContaining({ event: 'failed', outcome: 'taken', exitCode: 0, source: 'quorumlock' })]);
+    holder.child.kill('SIGTERM');
+    await holder.done;
+    // Members down is no conflict: still 69.
+    const down = await cli([
+      'run',
+      '--members',
+      `redis://127.0.0.1:${await closedPort()}`,
+      '--resource',
+      'conflict-code',
+      '--ttl',
+      '2s',
+      '-E',
+      '3',
+      ...nodeCommand('0'),
+    ]).done;
+    expect(down.code).toBe(69);
+  });
+
+  it('refuses an -E out of 0..255, or beside --skip-if-locked, with a stable code and before connecting to any member', async () => {
+    // A member that counts every connection made to it.
+    const { createServer } = await import('node:net');
+    let connections = 0;
+    const listener = createServer((socket) => (connections++, socket.destroy()));
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const member = `redis://127.0.0.1:${(listener.address() as { port: number }).port}`;
+    try {
+      for (const value of ['256', '-1', '2.5', 'x', '']) {
+        const refused = await cli([
+          'run',
+          '--members',
+          member,
+          '--resource',
+          'e-range',
+          '--ttl',
+          '2s',
+          `--conflict-exit-code=${value}`,
+          '--json',
+          ...nodeCommand('0'),
+        ]).done;
+        expect(refused.code).toBe(64);
+        expect(events(refused.stderr)).toEqual([
+          expect.objectContaining({ event: 'failed', outcome: 'usage', code: 'QUORUMLOCK_ERR_CLI_OUT_OF_RANGE', flag: '--conflict-exit-code', exitCode: 64 }),
+        ]);
+      }
+      const plain = await cli(['run', '--members', member, '--resource', 'e-range', '--ttl', '2s', '-E', '300', ...nodeCommand('0')]).done;
+      expect(plain.code).toBe(64);
+      expect(plain.stderr).toContain('run: --conflict-exit-code must be an exit code, an integer from 0 to 255, got "300"');
+      const both = await cli(['run', '--members', member, '--resource', 'e-range', '--ttl', '2s', '-E', '3', '--skip-if-locked', '--json', ...nodeCommand('0')])
+        .done;
+      expect(both.code).toBe(64);
+      expect(events(both.stderr)[0]).toMatchObject({ code: 'QUORUMLOCK_ERR_CLI_CONFLICTING_FLAGS' });
+      expect(connections).toBe(0);
+    } finally {
+      listener.close();
+    }
+  });
+
+  it('-s / --shared: shared holders run side by side; an exclusive run is refused while they hold it (with the conflict code)', async () => {
+    const reader = runCli(members, 'shared-doc', '5s', 'console.log("reading"); setTimeout(() => {}, 30000)', ['-s', '--json']);
+    await reader.waitFor('reading');
+    expect(events(reader.stderr.slice(0, reader.stderr.lastIndexOf('\n') + 1))[0]).toMatchObject({ event: 'acquired', shared: true });
+    const second = await runCli(members, 'shared-doc', '5s', 'console.log("also reading")', ['--shared']).done;
+    expect(second).toMatchObject({ code: 0, stdout: 'also reading\n' });
+    const status = await cli(['status', 'shared-doc', '--members', members]).done;
+    expect(status.stdout).toContain('shared-doc: held shared by readers on 3 of 3 members');
+    const writer = await runCli(members, 'shared-doc', '5s', 'console.log("writing")', ['-E', '9']).done;
+    expect(writer).toMatchObject({ code: 9, stdout: '' });
+    reader.child.kill('SIGTERM');
+    await reader.done;
+    expect(await runCli(members, 'shared-doc', '5s', 'console.log("writing")').done).toMatchObject({ code: 0, stdout: 'writing\n' });
+  });
+});
