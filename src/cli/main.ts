@@ -23,6 +23,7 @@ const inspectOptions = {
   timeout: { type: 'string' },
   floor: { type: 'string' },
   yes: { type: 'boolean' },
+  force: { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 
 const runOptions = {
@@ -60,6 +61,7 @@ async function inspectCommand(
     err: (text) => void process.stderr.write(text),
   };
   if (values.yes !== undefined && command !== 'trust') throw new UsageError(`${command}: --yes is for trust only`, '--yes');
+  if (values.force !== undefined && command !== 'trust') throw new UsageError(`${command}: --force is for trust only`, '--force');
   if (command === 'status') {
     if (positionals.length !== 1) throw new UsageError(`status: expected exactly one <resource>, got ${positionals.length}`, '<resource>');
     return statusCommand(positionals[0]!, options);
@@ -79,7 +81,7 @@ async function inspectCommand(
   if (values.floor !== undefined) throw new UsageError(`${command}: --floor is for restore-fencing only`, '--floor');
   if (command === 'members') return membersCommand(options);
   if (!values.yes) throw new UsageError(TRUST_CONFIRM, '--yes');
-  return trustCommand(options);
+  return trustCommand(options, undefined, values.force ?? false);
 }
 
 async function runCommand(args: string[]): Promise<number> {

@@ -11,6 +11,8 @@ import { formatMs } from './duration.js';
 import { EXIT, RESERVED_EXIT_CODES } from './errors.js';
 import { memberStates, statesText, waitReason, type MemberState } from './member-state.js';
 import { connect, type Connected, type MemberUrl, type Tls } from './members.js';
+import { probe } from './probe.js';
+import { quarantineAdvice } from './trust-check.js';
 
 export interface RunOptions {
   members: MemberUrl[];
@@ -141,7 +143,7 @@ export async function run(options: RunOptions): Promise<number> {
         });
         return signalCode(interruptedBy);
       }
-      if (error instanceof LockAcquireError) return notAcquired(error, options, connected, say);
+      if (error instanceof LockAcquireError) return await notAcquired(error, options, connected, say);
       throw error;
     }
     clearLine();
@@ -281,7 +283,7 @@ function stopData(stop: Stopping): Record<string, unknown> {
 }
 
 /** The lock was not had: 73 when another owner holds it (0 with --skip-if-locked), 69 otherwise; each member named with its state. */
-function notAcquired(error: LockAcquireError, options: RunOptions, connected: Connected, say: Say): number {
+async function notAcquired(error: LockAcquireError, options: RunOptions, connected: Connected, say: Say): Promise<number> {
   const last = error.attempts[error.attempts.length - 1];
   const states = memberStates(
     options.members.map((member) => member.name),
@@ -295,13 +297,25 @@ function notAcquired(error: LockAcquireError, options: RunOptions, connected: Co
     return EXIT.ok;
   }
   const code = held ? options.conflictExitCode : EXIT.unavailable;
-  const reason = acquireReason(error, options);
+  // Quarantined: whether trust may be named at all depends on what the members' epochs show.
+  const advice =
+    error.outcome === 'quarantined'
+      ? quarantineAdvice(
+          await Promise.all(
+            connected.clients.map((client, index) =>
+              probe(client, options.members[index]!.name, { maxLockTtl: options.maxLockTtl, timeoutMs: connectTimeoutMsOf(options) }),
+            ),
+          ),
+          options.maxLockTtl,
+        )
+      : undefined;
+  const reason = acquireReason(error, options, advice?.text);
   const members: MemberState[] = states;
   say('failed', `${reason}\n${statesText(states)}`, { outcome: error.outcome, reason, members, exitCode: code, source: 'quorumlock' });
   return code;
 }
 
-function acquireReason(error: LockAcquireError, options: RunOptions): string {
+function acquireReason(error: LockAcquireError, options: RunOptions, quarantineAdvice: string | undefined): string {
   const name = `could not lock "${options.resource}"`;
   const count = options.members.length;
   const quorum = Math.floor(count / 2) + 1;
@@ -314,7 +328,7 @@ function acquireReason(error: LockAcquireError, options: RunOptions): string {
     case 'unavailable':
       return `${name}: too few members answered for a quorum (${quorum} of ${count} needed; ${tries})`;
     case 'quarantined':
-      return `${name}: too few members count toward a quorum (${quorum} of ${count} needed): members whose data is younger than --max-lock-ttl (restarted, flushed or new) count only once it has passed; brand-new masters: run \`quorumlock trust --yes\` once (see --help)`;
+      return `${name}: too few members count toward a quorum (${quorum} of ${count} needed): members whose data is younger than --max-lock-ttl (restarted, flushed or new) count only once it has passed; ${quarantineAdvice ?? 'see quorumlock members'}`;
     default:
       return error.message;
   }
