@@ -12,7 +12,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
+import type { Writable } from 'node:stream';
 import type { Lock } from '../index.js';
+import { unstartable } from './command-path.js';
 import { processGroup } from './process-group.js';
 import { startWatchdog } from './watchdog.js';
 
@@ -85,7 +87,6 @@ export function extensionThreshold(ttl: number, check: (threshold: number | unde
 }
 
 export interface RunningChild {
-  child: ChildProcess;
   /**
    * The command's exit code (128+n for signal n), once nothing of its process group runs any
    * more; rejects with a SpawnError.
@@ -95,6 +96,23 @@ export interface RunningChild {
   stopping(): Stopping | undefined;
   /** Sends `signal` to the command and everything in its process group (a signal run or elect received). */
   signal(signal: NodeJS.Signals): void;
+}
+
+/**
+ * The command starts through this: a shell, already the leader of the new group, that waits on
+ * fd 3 for quorumlock's "go", then becomes the command (exec, same pid, argv as given). quorumlock
+ * says "go" once the watchdog knows the group: a quorumlock killed before that (it may be
+ * descheduled for a while right after the spawn) leaves end-of-file on fd 3, and the command never
+ * starts, rather than starting unguarded.
+ */
+const TRAMPOLINE = 'read -r go <&3 || exit 0; exec "$@" 3<&-';
+
+function spawnHeld(options: ChildOptions, env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn('/bin/sh', ['-c', TRAMPOLINE, 'quorumlock', options.command, ...options.args], {
+    stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+    env,
+    detached: true,
+  });
 }
 
 /** Process groups and kill(-group) are POSIX; on Windows only the direct child is signalled. */
@@ -122,10 +140,22 @@ export function spawnChild(
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, QUORUMLOCK_RESOURCE: options.resource };
   delete env.QUORUMLOCK_FENCE;
   if (lock.fence !== undefined) env.QUORUMLOCK_FENCE = String(lock.fence);
+  // The trampoline would start even a missing command, and say so in its own words: checked first.
+  const cannot = GROUPS ? unstartable(options.command, env) : undefined;
+  if (cannot) {
+    const failed = Promise.reject(new SpawnError(`${options.command}: ${cannot.why}`, cannot.code));
+    return { exited: failed, stopping: () => undefined, signal: () => {} };
+  }
   const watchdog = GROUPS ? startWatchdog() : undefined;
-  const child = spawn(options.command, options.args, { stdio: 'inherit', env, detached: GROUPS });
+  const child = GROUPS ? spawnHeld(options, env) : spawn(options.command, options.args, { stdio: 'inherit', env });
   const group = GROUPS && child.pid !== undefined ? processGroup(child.pid) : undefined;
-  if (group) watchdog?.guard(group.id);
+  if (group) {
+    watchdog?.guard(group.id);
+    // Only now, with the watchdog told its group, may the command start (TRAMPOLINE).
+    const go = child.stdio[3] as Writable | null | undefined;
+    go?.on('error', () => {});
+    go?.end('go\n');
+  }
   const leaderRunning = () => child.exitCode === null && child.signalCode === null;
   const signalAll = (signal: NodeJS.Signals) => {
     if (group) group.signal(signal);
@@ -229,5 +259,5 @@ export function spawnChild(
       poll();
     });
   });
-  return { child, exited, stopping: () => stopping, signal: signalAll };
+  return { exited, stopping: () => stopping, signal: signalAll };
 }

@@ -8,9 +8,8 @@
  * well within what the lock still guarantees. Nothing is left to tell how long that is, so there
  * is no SIGTERM first.
  *
- * What remains: the watchdog itself being killed (quorumlock goes on; its own stopping still
- * works), and a SIGKILL landing between the command's spawn and the write of its group id, a few
- * microseconds.
+ * The command starts only once its group id is written here (child.ts, TRAMPOLINE). What
+ * remains: the watchdog itself being killed (quorumlock goes on; its own stopping still works).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 

@@ -251,7 +251,12 @@ describe('trust and the restart quarantine', () => {
     ]);
     expect((await cli(['members', '--members', members]).done).stdout).toMatch(/epoch of an earlier server process/);
 
-    const trusted = await cli(['trust', '--yes', '--members', members]).done;
+    // One member shows a past (an epoch of an earlier server process), the others none: the
+    // restarted case, which trust refuses without --force.
+    const notForced = await cli(['trust', '--yes', '--members', members]).done;
+    expect(notForced.code).toBe(64);
+    expect(notForced.stderr).toMatch(/trust: refusing: these members held data before: .*an epoch written by an earlier server process/);
+    const trusted = await cli(['trust', '--yes', '--force', '--members', members]).done;
     expect(trusted.code).toBe(0);
     expect(trusted.stdout.match(/\btrusted\b/g)).toHaveLength(3);
 
