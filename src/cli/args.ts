@@ -1,6 +1,6 @@
 /** What every command's flags share: the common flags, parsing with usage errors, required flags. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError } from './errors.js';
+import { USAGE_CODES, UsageError } from './errors.js';
 
 /** The flags every command takes. */
 export const commonFlags = {
@@ -28,4 +28,11 @@ export function parse<O extends NonNullable<ParseArgsConfig['options']>>(
 export function required(value: string | undefined, flag: string, command: string): string {
   if (value === undefined || value === '') throw new UsageError(`${command}: ${flag} is required`, flag);
   return value;
+}
+
+/** An exit code given on the command line: an integer from 0 to 255, as a process can exit with. */
+export function exitCodeOption(text: string, flag: string, command: string): number {
+  if (!/^\d{1,3}$/.test(text.trim()) || Number(text) > 255)
+    throw new UsageError(`${command}: ${flag} must be an exit code, an integer from 0 to 255, got "${text}"`, flag, USAGE_CODES.outOfRange);
+  return Number(text);
 }

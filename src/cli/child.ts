@@ -12,7 +12,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
+import type { Writable } from 'node:stream';
 import type { Lock } from '../index.js';
+import { unstartable } from './command-path.js';
+import { processGroup } from './process-group.js';
+import { startWatchdog } from './watchdog.js';
 
 /** The signals run and elect forward to their command (and that end a wait before it runs). */
 export const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -83,24 +87,87 @@ export function extensionThreshold(ttl: number, check: (threshold: number | unde
 }
 
 export interface RunningChild {
-  child: ChildProcess;
-  /** The exit code (128+n for signal n); rejects with a SpawnError. */
+  /**
+   * The command's exit code (128+n for signal n), once nothing of its process group runs any
+   * more; rejects with a SpawnError.
+   */
   exited: Promise<number>;
   /** Set once the command is being stopped for the lock's sake. */
   stopping(): Stopping | undefined;
+  /** Sends `signal` to the command and everything in its process group (a signal run or elect received). */
+  signal(signal: NodeJS.Signals): void;
 }
 
-export function spawnChild(options: ChildOptions, lock: ChildLock, onStop: (stop: Stopping) => void): RunningChild {
+/**
+ * The command starts through this: a shell, already the leader of the new group, that waits on
+ * fd 3 for quorumlock's "go", then becomes the command (exec, same pid, argv as given). quorumlock
+ * says "go" once the watchdog knows the group: a quorumlock killed before that (it may be
+ * descheduled for a while right after the spawn) leaves end-of-file on fd 3, and the command never
+ * starts, rather than starting unguarded.
+ */
+const TRAMPOLINE = 'read -r go <&3 || exit 0; exec "$@" 3<&-';
+
+function spawnHeld(options: ChildOptions, env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn('/bin/sh', ['-c', TRAMPOLINE, 'quorumlock', options.command, ...options.args], {
+    stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+    env,
+    detached: true,
+  });
+}
+
+/** Process groups and kill(-group) are POSIX; on Windows only the direct child is signalled. */
+const GROUPS = process.platform !== 'win32';
+
+/** How often a group whose leader exited is checked for what it left, ms. */
+const LEFTOVER_POLL_MS = 25;
+
+/** After the group's SIGKILL, how long a process in uninterruptible sleep may keep the lock held, ms. */
+const AFTER_KILL_MS = 1000;
+
+/**
+ * Runs the command as the leader of its own process group (process-group.ts), guarded by a
+ * watchdog that kills the group should quorumlock die (watchdog.ts). Whatever the command leaves
+ * in its group when it exits gets SIGTERM, and SIGKILL by --grace or the lock's deadline, before
+ * `exited` resolves: the lock is released only once nothing it protected still runs
+ * (`onLeftovers` says when that happens).
+ */
+export function spawnChild(
+  options: ChildOptions,
+  lock: ChildLock,
+  onStop: (stop: Stopping) => void,
+  onLeftovers: (killAfterMs: number) => void = () => {},
+): RunningChild {
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env, QUORUMLOCK_RESOURCE: options.resource };
   delete env.QUORUMLOCK_FENCE;
   if (lock.fence !== undefined) env.QUORUMLOCK_FENCE = String(lock.fence);
-  const child = spawn(options.command, options.args, { stdio: 'inherit', env });
-  const running = () => child.exitCode === null && child.signalCode === null;
+  // The trampoline would start even a missing command, and say so in its own words: checked first.
+  const cannot = GROUPS ? unstartable(options.command, env) : undefined;
+  if (cannot) {
+    const failed = Promise.reject(new SpawnError(`${options.command}: ${cannot.why}`, cannot.code));
+    return { exited: failed, stopping: () => undefined, signal: () => {} };
+  }
+  const watchdog = GROUPS ? startWatchdog() : undefined;
+  const child = GROUPS ? spawnHeld(options, env) : spawn(options.command, options.args, { stdio: 'inherit', env });
+  const group = GROUPS && child.pid !== undefined ? processGroup(child.pid) : undefined;
+  if (group) {
+    watchdog?.guard(group.id);
+    // Only now, with the watchdog told its group, may the command start (TRAMPOLINE).
+    const go = child.stdio[3] as Writable | null | undefined;
+    go?.on('error', () => {});
+    go?.end('go\n');
+  }
+  const leaderRunning = () => child.exitCode === null && child.signalCode === null;
+  const signalAll = (signal: NodeJS.Signals) => {
+    if (group) group.signal(signal);
+    else if (leaderRunning()) child.kill(signal);
+  };
   let stopping: Stopping | undefined;
-  let termAt = 0;
+  let termAt: number | undefined;
   let killTimer: NodeJS.Timeout | undefined;
   let killAt = Infinity;
+  let killedAt: number | undefined;
   let checkTimer: NodeJS.Timeout | undefined;
+  let pollTimer: NodeJS.Timeout | undefined;
 
   /**
    * SIGKILL at min(SIGTERM + grace, the deadline − margin), re-armed as the deadline moves: an
@@ -109,21 +176,29 @@ export function spawnChild(options: ChildOptions, lock: ChildLock, onStop: (stop
    */
   const armKill = () => {
     const now = performance.now();
-    const at = Math.min(termAt + options.grace, now + Math.max(0, lock.remainingMs() - KILL_MARGIN_MS));
+    const at = Math.min((termAt ?? now) + options.grace, now + Math.max(0, lock.remainingMs() - KILL_MARGIN_MS));
     if (at === killAt) return;
     killAt = at;
     clearTimeout(killTimer);
-    killTimer = setTimeout(() => running() && child.kill('SIGKILL'), Math.max(0, at - now));
+    killTimer = setTimeout(
+      () => {
+        killedAt ??= performance.now();
+        signalAll('SIGKILL');
+      },
+      Math.max(0, at - now),
+    );
   };
 
   /** SIGTERM once, then the SIGKILL armed. */
   const stop = (why: Stopping['why'], reason?: unknown) => {
     if (stopping === undefined) {
-      termAt = performance.now();
       const leftMs = lock.remainingMs();
       stopping = { why, leftMs, killAfterMs: Math.min(options.grace, Math.max(0, leftMs - KILL_MARGIN_MS)), ...(reason === undefined ? {} : { reason }) };
       onStop(stopping);
-      if (running()) child.kill('SIGTERM');
+      if (termAt === undefined) {
+        termAt = performance.now();
+        signalAll('SIGTERM');
+      }
     }
     armKill();
   };
@@ -152,6 +227,8 @@ export function spawnChild(options: ChildOptions, lock: ChildLock, onStop: (stop
     lock.signal.removeEventListener('abort', onAbort);
     clearTimeout(checkTimer);
     clearTimeout(killTimer);
+    clearTimeout(pollTimer);
+    watchdog?.release();
   };
   const exited = new Promise<number>((resolve, reject) => {
     child.once('error', (error: NodeJS.ErrnoException) => {
@@ -161,9 +238,26 @@ export function spawnChild(options: ChildOptions, lock: ChildLock, onStop: (stop
       else reject(new SpawnError(`${options.command}: ${error.message}`, 126));
     });
     child.once('exit', (code, killedBy) => {
-      settle();
-      resolve(code ?? (killedBy ? signalCode(killedBy) : 1));
+      const exitCode = code ?? (killedBy ? signalCode(killedBy) : 1);
+      const finish = () => {
+        settle();
+        resolve(exitCode);
+      };
+      if (!group?.alive()) return finish();
+      // The command exited, but left processes in its group (`sh -c 'worker &'`): they are
+      // stopped as the command would be, while the lock still protects them.
+      if (termAt === undefined) {
+        termAt = performance.now();
+        onLeftovers(Math.min(options.grace, Math.max(0, lock.remainingMs() - KILL_MARGIN_MS)));
+        signalAll('SIGTERM');
+      }
+      armKill();
+      const poll = () => {
+        if (!group.alive() || (killedAt !== undefined && performance.now() - killedAt > AFTER_KILL_MS)) finish();
+        else pollTimer = setTimeout(poll, LEFTOVER_POLL_MS);
+      };
+      poll();
     });
   });
-  return { child, exited, stopping: () => stopping };
+  return { exited, stopping: () => stopping, signal: signalAll };
 }

@@ -16,8 +16,9 @@ import { commonFlags, parse, required } from './args.js';
 import { LeadershipLostError, Redlock, type Leadership } from '../index.js';
 import { defaults } from '../options/settings.js';
 import { EXTEND_SHARE } from '../election/leadership.js';
+import { watchCampaign } from './campaign-wait.js';
 import { FORWARDED, signalCode, spawnChild, SpawnError, type ChildLock, type RunningChild } from './child.js';
-import { parseDuration } from './duration.js';
+import { formatMs, parseDuration } from './duration.js';
 import { EXIT, UsageError } from './errors.js';
 import { connect, parseMembers, readTls, type MemberUrl, type Tls } from './members.js';
 
@@ -109,11 +110,17 @@ export async function elect(options: ElectOptions): Promise<number> {
   const campaigning = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     interruptedBy ??= signal;
-    const child = running?.child;
-    if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (running) running.signal(signal);
     else campaigning.abort(new Error(`interrupted by ${signal}`));
   };
   for (const signal of FORWARDED) process.on(signal, onSignal);
+  const waiting = watchCampaign({
+    election: options.name,
+    names: options.members.map((member) => member.name),
+    connections: () => connected.clients.map((client, index) => ({ client, lastError: connected.lastError[index], commandTimeoutMs: connectTimeoutMs })),
+    nodeTimeout: options.nodeTimeout,
+    report: (text, why, members) => say('waiting', text, { reason: text, ...why, members }),
+  });
   try {
     await connected.ready(connectTimeoutMs);
     for (;;) {
@@ -130,7 +137,9 @@ export async function elect(options: ElectOptions): Promise<number> {
         say('exit', `interrupted by ${interruptedBy}`, { exitCode: signalCode(interruptedBy), source: 'quorumlock' });
         return signalCode(interruptedBy);
       }
-      say('elected', undefined, { term: leadership.term, id: leadership.id });
+      // In words only after a wait was told: otherwise elect is as quiet as the command lets it be.
+      const toldWait = waiting.elected();
+      say('elected', toldWait ? `elected: leading "${options.name}" (term ${leadership.term})` : undefined, { term: leadership.term, id: leadership.id });
       // The leadership's signal, and the lock's deadline: the command stops by then (child.ts).
       const view: ChildLock = { fence: leadership.term, remainingMs: () => leadership.lock.remainingMs(), signal: leadership.signal };
       const child = spawnChild(
@@ -155,6 +164,12 @@ export async function elect(options: ElectOptions): Promise<number> {
               ...(stop.reason instanceof LeadershipLostError ? { ended: stop.reason.why } : {}),
               leftMs: Math.round(stop.leftMs),
             },
+          ),
+        (killAfterMs) =>
+          say(
+            'warning',
+            `the command exited, but left processes in its process group: stopping them before resigning the leadership of "${options.name}": SIGTERM now, SIGKILL in ${formatMs(killAfterMs)} at the latest`,
+            { reason: 'leftovers', killAfterMs: Math.round(killAfterMs) },
           ),
       );
       running = child;
@@ -188,6 +203,7 @@ export async function elect(options: ElectOptions): Promise<number> {
     say('failed', message, { reason: message, exitCode: EXIT.unavailable, source: 'quorumlock' });
     return EXIT.unavailable;
   } finally {
+    waiting.stop();
     for (const signal of FORWARDED) process.off(signal, onSignal);
     await redlock.quit();
     connected.close();

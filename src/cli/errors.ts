@@ -14,12 +14,23 @@ export const EXIT = {
 /** The CLI's own codes that a command's exit code can collide with: `run` notes such a collision (usage.ts). */
 export const RESERVED_EXIT_CODES: readonly number[] = [EXIT.usage, EXIT.unavailable, EXIT.notAcquired, EXIT.lost];
 
-/** A usage mistake: the message names the flag. Exits 64. */
+/** The stable `code` of each kind of usage mistake (a --json caller reads it in the `failed` event). */
+export const USAGE_CODES = {
+  /** A flag, URL, duration or argument the command does not take as given. */
+  usage: 'QUORUMLOCK_ERR_CLI_USAGE',
+  /** A number outside the range its flag allows (e.g. --conflict-exit-code 256). */
+  outOfRange: 'QUORUMLOCK_ERR_CLI_OUT_OF_RANGE',
+  /** Two flags that cannot go together (e.g. --skip-if-locked with --conflict-exit-code). */
+  conflict: 'QUORUMLOCK_ERR_CLI_CONFLICTING_FLAGS',
+} as const;
+
+/** A usage mistake: the message names the flag. Exits 64, before any connection. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
   constructor(
     message: string,
     readonly flag?: string,
+    readonly code: (typeof USAGE_CODES)[keyof typeof USAGE_CODES] = USAGE_CODES.usage,
   ) {
     super(message);
   }

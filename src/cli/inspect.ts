@@ -6,7 +6,7 @@ import { connect, type MemberUrl, type Tls } from './members.js';
 import { healthy, probe } from './probe.js';
 import type { EpochState, MemberProbe } from './readings.js';
 import { table } from './table.js';
-import { trustWarning } from './trust-check.js';
+import { quarantineAdvice, trustWarning } from './trust-check.js';
 
 export interface InspectOptions {
   members: MemberUrl[];
@@ -170,14 +170,19 @@ export async function members(options: InspectOptions): Promise<number> {
   // OK only when a quorum can vote: healthy masters past their restart quarantine. Healthy but
   // quarantined members answer every script, and every lock still fails: monitoring must see it.
   const ok = healthyCount >= quorum && usable >= quorum;
+  const quarantined = healthyCount >= quorum && usable < quorum;
+  const advice = quarantined ? quarantineAdvice(probes, options.maxLockTtl) : undefined;
   if (options.json) {
-    options.out(JSON.stringify({ quorum, healthy: healthyCount, trusted: usable, ok, members: probes.map((p) => ({ ...p, healthy: healthy(p) })) }) + '\n');
+    const note = advice ? { note: advice.text, trustAdvised: advice.trustAdvised } : {};
+    options.out(
+      JSON.stringify({ quorum, healthy: healthyCount, trusted: usable, ok, ...note, members: probes.map((p) => ({ ...p, healthy: healthy(p) })) }) + '\n',
+    );
   } else {
     const rows = probes.map((p) => [p.member, healthy(p) ? 'healthy' : 'UNHEALTHY', reach(p), roleText(p), latency(p), p.version ?? '-', epochText(p)]);
     options.out(table(['member', 'health', 'reachable', 'role', 'latency', 'version', 'quarantine'], rows));
-    if (healthyCount >= quorum && usable < quorum) {
+    if (advice) {
       options.out(`${healthyCount} of ${probes.length} healthy masters, but only ${usable} past the restart quarantine, quorum ${quorum}: NOT ENOUGH\n`);
-      options.out('note: locks fail until a quorum is past it (a brand-new deployment: quorumlock trust --yes)\n');
+      options.out(`note: ${advice.text}\n`);
     } else {
       options.out(`${healthyCount} of ${probes.length} healthy masters, quorum ${quorum}: ${ok ? 'OK' : 'NOT ENOUGH'}\n`);
     }
@@ -193,10 +198,17 @@ const CLUSTER_TRUST_TIMEOUT_MS = 10_000;
  * redlock.restoreFencing(N) on each, the operator's way back after a majority lost its fence
  * counters at once.
  */
-export async function trust(options: InspectOptions, floor?: number): Promise<number> {
+export async function trust(options: InspectOptions, floor?: number, force = false): Promise<number> {
   // Read first, write after: the epochs as they were tell whether trusting looks like a mistake.
   const warning = floor === undefined ? trustWarning(await probeAll(options, {}), options.maxLockTtl) : undefined;
-  if (warning !== undefined) options.err(`quorumlock: WARNING: ${warning}\n`);
+  if (warning !== undefined && !force) {
+    // The one step that can break mutual exclusion, on members that look restarted: not without --force.
+    const refusal = `trust: refusing: ${warning} If you are sure that no lock was held on these members, run quorumlock trust --yes --force`;
+    if (options.json) options.out(JSON.stringify({ refused: true, warning, exitCode: EXIT.usage }) + '\n');
+    options.err(`quorumlock: ${refusal}\n`);
+    return EXIT.usage;
+  }
+  if (warning !== undefined) options.err(`quorumlock: WARNING (trusting anyway: --force): ${warning}\n`);
   const timeouts = (member: MemberUrl) => ({
     commandTimeoutMs: member.topology?.kind === 'cluster' ? Math.max(options.timeoutMs, CLUSTER_TRUST_TIMEOUT_MS) : options.timeoutMs,
     connectTimeoutMs: options.timeoutMs,

@@ -1,18 +1,20 @@
 #!/usr/bin/env node
 /**
- * The quorumlock CLI: `run`, `status`, `members`, `trust`, `restore-fencing`. Exit codes in usage.ts (--help).
+ * The quorumlock CLI: `run`, `elect`, `leader`, `status`, `members`, `trust`, `restore-fencing`. Exit codes in usage.ts (--help).
  * Parses process.argv, runs one command, closes every connection and exits with its code.
  */
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ParseArgsConfig } from 'node:util';
-import { commonFlags, parse, required } from './args.js';
+import { commonFlags, exitCodeOption, parse, required } from './args.js';
 import { parseDuration } from './duration.js';
-import { EXIT, UsageError } from './errors.js';
+import { EXIT, USAGE_CODES, UsageError } from './errors.js';
 import { members as membersCommand, status as statusCommand, trust as trustCommand, type InspectOptions } from './inspect.js';
 import { parseMembers, readTls } from './members.js';
 import { run } from './run.js';
 import { electCommand } from './elect.js';
+import { endingOf, endWith, type Ending } from './ending.js';
+import { leader as leaderCommand } from './leader.js';
 import { USAGE } from './usage.js';
 import { defaults } from '../options/settings.js';
 
@@ -21,6 +23,7 @@ const inspectOptions = {
   timeout: { type: 'string' },
   floor: { type: 'string' },
   yes: { type: 'boolean' },
+  force: { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 
 const runOptions = {
@@ -33,12 +36,19 @@ const runOptions = {
   'node-timeout': { type: 'string' },
   'skip-if-locked': { type: 'boolean' },
   'at-least': { type: 'string' },
+  // flock(1)'s -E and -s.
+  'conflict-exit-code': { type: 'string', short: 'E' },
+  shared: { type: 'boolean', short: 's' },
 } as const satisfies ParseArgsConfig['options'];
 
 /** Why `trust` wants --yes: it is the one step that can break mutual exclusion when misused. */
 const TRUST_CONFIRM = `trust: refusing without --yes. trust declares every member brand new and ends its restart quarantine at once. It is a one-time step for a brand-new deployment whose masters never held a lock. Never run it for members that restarted empty or were flushed while locks may have been held: the quarantine is what keeps a lock they forgot from being granted twice. Check \`quorumlock members\` first, then run \`quorumlock trust --yes\``;
 
-async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore-fencing', args: string[], out: (text: string) => void): Promise<number> {
+async function inspectCommand(
+  command: 'status' | 'members' | 'trust' | 'restore-fencing' | 'leader',
+  args: string[],
+  out: (text: string) => void,
+): Promise<number> {
   const { values, positionals } = parse(args, inspectOptions, command);
   if (values.help) return (out(USAGE), EXIT.ok);
   const options: InspectOptions = {
@@ -51,9 +61,15 @@ async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore
     err: (text) => void process.stderr.write(text),
   };
   if (values.yes !== undefined && command !== 'trust') throw new UsageError(`${command}: --yes is for trust only`, '--yes');
+  if (values.force !== undefined && command !== 'trust') throw new UsageError(`${command}: --force is for trust only`, '--force');
   if (command === 'status') {
     if (positionals.length !== 1) throw new UsageError(`status: expected exactly one <resource>, got ${positionals.length}`, '<resource>');
     return statusCommand(positionals[0]!, options);
+  }
+  if (command === 'leader') {
+    if (positionals.length !== 1) throw new UsageError(`leader: expected exactly one <election>, got ${positionals.length}`, '<election>');
+    if (values.floor !== undefined) throw new UsageError('leader: --floor is for restore-fencing only', '--floor');
+    return leaderCommand(positionals[0]!, options);
   }
   if (positionals.length > 0) throw new UsageError(`${command}: unexpected argument "${positionals[0]}"`);
   if (command === 'restore-fencing') {
@@ -65,7 +81,7 @@ async function inspectCommand(command: 'status' | 'members' | 'trust' | 'restore
   if (values.floor !== undefined) throw new UsageError(`${command}: --floor is for restore-fencing only`, '--floor');
   if (command === 'members') return membersCommand(options);
   if (!values.yes) throw new UsageError(TRUST_CONFIRM, '--yes');
-  return trustCommand(options);
+  return trustCommand(options, undefined, values.force ?? false);
 }
 
 async function runCommand(args: string[]): Promise<number> {
@@ -86,6 +102,14 @@ async function runCommand(args: string[]): Promise<number> {
   if (ttl > maxLockTtl) throw new UsageError(`run: --ttl (${ttl} ms) must not exceed --max-lock-ttl (${maxLockTtl} ms)`, '--ttl');
   if (atLeast > maxLockTtl) throw new UsageError(`run: --at-least (${atLeast} ms) must not exceed --max-lock-ttl (${maxLockTtl} ms)`, '--at-least');
   const nodeTimeout = values['node-timeout'] === undefined ? 50 : parseDuration('--node-timeout', values['node-timeout']);
+  const conflictExitCode =
+    values['conflict-exit-code'] === undefined ? EXIT.notAcquired : exitCodeOption(values['conflict-exit-code'], '--conflict-exit-code', 'run');
+  if (values['conflict-exit-code'] !== undefined && values['skip-if-locked'])
+    throw new UsageError(
+      'run: --skip-if-locked and --conflict-exit-code both say how a held lock ends: use one (--skip-if-locked: 0 without a word)',
+      '--conflict-exit-code',
+      USAGE_CODES.conflict,
+    );
   // The lock must outlive a round and the drift allowance with room to extend: see README, ttl.
   if (ttl <= nodeTimeout * 3) throw new UsageError(`run: --ttl (${ttl} ms) must be more than 3 × --node-timeout (${nodeTimeout} ms)`, '--ttl');
   return run({
@@ -98,6 +122,8 @@ async function runCommand(args: string[]): Promise<number> {
     maxLockTtl,
     nodeTimeout,
     skipIfLocked: values['skip-if-locked'] ?? false,
+    conflictExitCode,
+    shared: values.shared ?? false,
     atLeast,
     tls: readTls(values['tls-ca']),
     json: values.json ?? false,
@@ -107,7 +133,14 @@ async function runCommand(args: string[]): Promise<number> {
   });
 }
 
-export async function main(argv: string[]): Promise<number> {
+/** Runs one command; `signal` set when run or elect should end by the signal they received (ending.ts). */
+export async function main(argv: string[]): Promise<Ending> {
+  // run and elect forward signals to their command and end by the same signal; the others die of it as any program does.
+  if (argv[0] === 'run' || argv[0] === 'elect') return endingOf(() => commandCode(argv));
+  return { code: await commandCode(argv) };
+}
+
+async function commandCode(argv: string[]): Promise<number> {
   const out = (text: string) => void process.stdout.write(text);
   const [command, ...rest] = argv;
   try {
@@ -131,13 +164,29 @@ export async function main(argv: string[]): Promise<number> {
       case 'members':
       case 'trust':
       case 'restore-fencing':
+      case 'leader':
         return await inspectCommand(command, rest, out);
       default:
-        throw new UsageError(`unknown command "${command}": expected run, elect, status, members, trust, restore-fencing or version (quorumlock --help)`);
+        throw new UsageError(
+          `unknown command "${command}": expected run, elect, leader, status, members, trust, restore-fencing or version (quorumlock --help)`,
+        );
     }
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`quorumlock: ${error.message}\n(quorumlock --help for usage)\n`);
+      // With --json, stderr carries only JSON lines: the mistake as a `failed` event with its code.
+      if (argv.includes('--json'))
+        process.stderr.write(
+          JSON.stringify({
+            event: 'failed',
+            outcome: 'usage',
+            code: error.code,
+            ...(error.flag === undefined ? {} : { flag: error.flag }),
+            reason: error.message,
+            exitCode: EXIT.usage,
+            source: 'quorumlock',
+          }) + '\n',
+        );
+      else process.stderr.write(`quorumlock: ${error.message}\n(quorumlock --help for usage)\n`);
       return EXIT.usage;
     }
     // Invalid settings caught by Redlock itself (RangeError with `parameter`) are usage errors too.
@@ -176,9 +225,9 @@ function isEntry(): boolean {
 }
 
 if (isEntry()) {
-  const code = await main(process.argv.slice(2));
-  process.exitCode = code;
+  const ending = await main(process.argv.slice(2));
+  endWith(ending);
   // Every connection is closed by now, so the process exits by itself (the tests hold it to
   // that). Should anything still hold it open, exit anyway rather than hang a cron job.
-  setTimeout(() => process.exit(code), 5000).unref();
+  setTimeout(() => process.exit(ending.code), 5000).unref();
 }

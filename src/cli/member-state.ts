@@ -119,16 +119,40 @@ export function statesText(states: readonly MemberState[]): string {
   return states.map((state) => `  ${state.member}: ${state.state}`).join('\n');
 }
 
+/** Why a wait goes on: another owner holds the lock, members sit out their restart quarantine, or members do not answer. */
+export interface WaitCause {
+  cause: 'held' | 'quarantined' | 'unreachable';
+  /** How many members say so (for 'held': at least one). */
+  count: number;
+  /** 'quarantined': the longest quarantine left among them, ms (absent when unknown or endless: not counting). */
+  longestLeftMs?: number;
+}
+
 /**
- * Why a wait goes on, from the last round's votes: what the live status line shows. Another
- * owner first (the common case), then quarantine, then members that did not answer.
+ * Why a wait goes on, from the last round's votes. Another owner first (the common case), then
+ * quarantine, then members that did not answer.
  */
-export function waitReason(votes: readonly Pick<MemberVote<string>, 'vote'>[]): string | undefined {
-  const has = (...kinds: string[]) => votes.filter((vote) => kinds.includes(vote.vote)).length;
-  if (has('taken', 'queued') > 0) return 'held by another owner';
-  const quarantined = has('quarantined');
-  if (quarantined > 0) return `${quarantined} member${quarantined === 1 ? '' : 's'} quarantined`;
-  const silent = has('timeout', 'error');
-  if (silent > 0) return `${silent} member${silent === 1 ? '' : 's'} unreachable`;
+export function waitCause(votes: readonly Pick<MemberVote<string>, 'vote' | 'quarantinedForMs' | 'notCounting'>[]): WaitCause | undefined {
+  const of = (...kinds: string[]) => votes.filter((vote) => kinds.includes(vote.vote));
+  const held = of('taken', 'queued').length;
+  if (held > 0) return { cause: 'held', count: held };
+  const quarantined = of('quarantined');
+  if (quarantined.length > 0) {
+    // A member that does not count (not a master, may evict) has no end to its quarantine.
+    const lefts = quarantined.filter((vote) => vote.notCounting === undefined && vote.quarantinedForMs !== undefined).map((vote) => vote.quarantinedForMs!);
+    return { cause: 'quarantined', count: quarantined.length, ...(lefts.length === quarantined.length ? { longestLeftMs: Math.max(...lefts) } : {}) };
+  }
+  const silent = of('timeout', 'error').length;
+  if (silent > 0) return { cause: 'unreachable', count: silent };
   return undefined;
+}
+
+const members = (count: number) => `${count} member${count === 1 ? '' : 's'}`;
+
+/** What the live status line shows: "held by another owner", "2 members quarantined", "1 member unreachable". */
+export function waitReason(votes: readonly Pick<MemberVote<string>, 'vote' | 'quarantinedForMs' | 'notCounting'>[]): string | undefined {
+  const why = waitCause(votes);
+  if (why === undefined) return undefined;
+  if (why.cause === 'held') return 'held by another owner';
+  return `${members(why.count)} ${why.cause}`;
 }

@@ -11,6 +11,8 @@ import { formatMs } from './duration.js';
 import { EXIT, RESERVED_EXIT_CODES } from './errors.js';
 import { memberStates, statesText, waitReason, type MemberState } from './member-state.js';
 import { connect, type Connected, type MemberUrl, type Tls } from './members.js';
+import { probe } from './probe.js';
+import { quarantineAdvice } from './trust-check.js';
 
 export interface RunOptions {
   members: MemberUrl[];
@@ -23,6 +25,10 @@ export interface RunOptions {
   nodeTimeout: number;
   /** Exit 0 without a word when another owner holds the lock (cron on several hosts). */
   skipIfLocked: boolean;
+  /** The exit code when another owner holds the lock past --wait (flock -E; default 73). */
+  conflictExitCode: number;
+  /** A shared lock (flock -s): many shared holders at once, or one exclusive holder. */
+  shared: boolean;
   /** Hold the lock at least this long from acquisition, ms (0: release when the command exits). */
   atLeast: number;
   tls: Tls;
@@ -104,9 +110,8 @@ export async function run(options: RunOptions): Promise<number> {
   let interruptedBy: NodeJS.Signals | undefined;
   const waiting = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
-    const child = running?.child;
-    if (child) {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (running) {
+      running.signal(signal);
     } else if (!interruptedBy) {
       interruptedBy = signal;
       waiting.abort(new Error(`interrupted by ${signal}`));
@@ -123,6 +128,7 @@ export async function run(options: RunOptions): Promise<number> {
     try {
       lock = await redlock.acquire(options.resource, options.ttl, {
         fencing: options.fencing,
+        shared: options.shared,
         signal: waiting.signal,
         ...(options.wait > 0 ? { retryCount: Infinity, waitTimeout: options.wait } : { retryCount: 0 }),
       });
@@ -137,11 +143,15 @@ export async function run(options: RunOptions): Promise<number> {
         });
         return signalCode(interruptedBy);
       }
-      if (error instanceof LockAcquireError) return notAcquired(error, options, connected, say);
+      if (error instanceof LockAcquireError) return await notAcquired(error, options, connected, say);
       throw error;
     }
     clearLine();
-    say('acquired', undefined, { elapsedMs: Math.round(performance.now() - started), ...(lock.fence === undefined ? {} : { fence: lock.fence }) });
+    say('acquired', undefined, {
+      elapsedMs: Math.round(performance.now() - started),
+      ...(lock.fence === undefined ? {} : { fence: lock.fence }),
+      ...(options.shared ? { shared: true } : {}),
+    });
     const stopExtending = keepExtended(lock, options.ttl, threshold, redlock.settings.clock);
     try {
       return await holding({ ...options, thresholdMs: threshold }, lock, redlock, say, votes.extend, (child) => (running = child), stopExtending);
@@ -178,7 +188,13 @@ async function holding(
 ): Promise<number> {
   const acquiredAt = performance.now();
   const onStop = (stop: Stopping) => say('lost', stopText(options, stop, extendVotes()), stopData(stop));
-  const child = spawnChild(options, lock, onStop);
+  const onLeftovers = (killAfterMs: number) =>
+    say(
+      'warning',
+      `the command exited, but left processes in its process group: stopping them before the lock on "${options.resource}" is released: SIGTERM now, SIGKILL in ${formatMs(killAfterMs)} at the latest`,
+      { reason: 'leftovers', killAfterMs: Math.round(killAfterMs) },
+    );
+  const child = spawnChild(options, lock, onStop, onLeftovers);
   onSpawn(child);
   let code: number;
   try {
@@ -267,7 +283,7 @@ function stopData(stop: Stopping): Record<string, unknown> {
 }
 
 /** The lock was not had: 73 when another owner holds it (0 with --skip-if-locked), 69 otherwise; each member named with its state. */
-function notAcquired(error: LockAcquireError, options: RunOptions, connected: Connected, say: Say): number {
+async function notAcquired(error: LockAcquireError, options: RunOptions, connected: Connected, say: Say): Promise<number> {
   const last = error.attempts[error.attempts.length - 1];
   const states = memberStates(
     options.members.map((member) => member.name),
@@ -280,14 +296,26 @@ function notAcquired(error: LockAcquireError, options: RunOptions, connected: Co
     say('skipped', undefined, { outcome: error.outcome, reason: 'held by another owner', exitCode: EXIT.ok, source: 'quorumlock' });
     return EXIT.ok;
   }
-  const code = held ? EXIT.notAcquired : EXIT.unavailable;
-  const reason = acquireReason(error, options);
+  const code = held ? options.conflictExitCode : EXIT.unavailable;
+  // Quarantined: whether trust may be named at all depends on what the members' epochs show.
+  const advice =
+    error.outcome === 'quarantined'
+      ? quarantineAdvice(
+          await Promise.all(
+            connected.clients.map((client, index) =>
+              probe(client, options.members[index]!.name, { maxLockTtl: options.maxLockTtl, timeoutMs: connectTimeoutMsOf(options) }),
+            ),
+          ),
+          options.maxLockTtl,
+        )
+      : undefined;
+  const reason = acquireReason(error, options, advice?.text);
   const members: MemberState[] = states;
   say('failed', `${reason}\n${statesText(states)}`, { outcome: error.outcome, reason, members, exitCode: code, source: 'quorumlock' });
   return code;
 }
 
-function acquireReason(error: LockAcquireError, options: RunOptions): string {
+function acquireReason(error: LockAcquireError, options: RunOptions, quarantineAdvice: string | undefined): string {
   const name = `could not lock "${options.resource}"`;
   const count = options.members.length;
   const quorum = Math.floor(count / 2) + 1;
@@ -300,7 +328,7 @@ function acquireReason(error: LockAcquireError, options: RunOptions): string {
     case 'unavailable':
       return `${name}: too few members answered for a quorum (${quorum} of ${count} needed; ${tries})`;
     case 'quarantined':
-      return `${name}: too few members count toward a quorum (${quorum} of ${count} needed): members whose data is younger than --max-lock-ttl (restarted, flushed or new) count only once it has passed; brand-new masters: run \`quorumlock trust --yes\` once (see --help)`;
+      return `${name}: too few members count toward a quorum (${quorum} of ${count} needed): members whose data is younger than --max-lock-ttl (restarted, flushed or new) count only once it has passed; ${quarantineAdvice ?? 'see quorumlock members'}`;
     default:
       return error.message;
   }

@@ -43,3 +43,28 @@ export function trustWarning(probes: readonly MemberProbe[], maxLockTtl: number)
     `lets a lock they forgot be granted twice. Unless you are sure no lock was held, let the quarantine (--max-lock-ttl, ${formatMs(maxLockTtl)}) run out instead.`
   );
 }
+
+/**
+ * What to do while too few members are past their quarantine. `trust` is named only when no
+ * member shows a past: where any does, the others restarted, failed over or were flushed, and the
+ * one safe step is to wait.
+ */
+export function quarantineAdvice(probes: readonly MemberProbe[], maxLockTtl: number): { trustAdvised: boolean; text: string } {
+  const pasts = probes.flatMap((probe) => {
+    const past = history(probe, maxLockTtl);
+    return past === undefined ? [] : [`${probe.member} (${past})`];
+  });
+  const longest = Math.max(0, ...probes.map((probe) => probe.epoch?.leftMs ?? 0));
+  const wait = longest > 0 ? `; the last quarantine ends in ${formatMs(longest)}` : '';
+  if (pasts.length > 0)
+    return {
+      trustAdvised: false,
+      text:
+        `locks fail until a quorum is past it. Members show a past (${pasts.join('; ')}): the others restarted, failed over or were flushed. ` +
+        `Wait for the quarantine to run out (--max-lock-ttl, ${formatMs(maxLockTtl)})${wait}; do not run quorumlock trust`,
+    };
+  return {
+    trustAdvised: true,
+    text: `locks fail until a quorum is past it${wait}. No member shows a past: if every one is brand new (it never held a lock), run quorumlock trust --yes once; otherwise wait`,
+  };
+}

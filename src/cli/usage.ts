@@ -3,9 +3,10 @@ export const USAGE = `quorumlock: a Redlock lock across N independent Redis mast
 Usage:
   quorumlock run --resource <name> --ttl <duration> [options] -- <command> [args...]
   quorumlock elect --name <election> --ttl <duration> [options] -- <command> [args...]
+  quorumlock leader <election> [--json]
   quorumlock status <resource> [--json]
   quorumlock members [--json]
-  quorumlock trust --yes
+  quorumlock trust --yes [--force]
   quorumlock restore-fencing --floor <token>
   quorumlock --help | --version
 
@@ -31,6 +32,10 @@ inherited while extending the lock (every third of the ttl), releases it when th
   --wait <duration>       wait in line up to this long for a held lock (default 0: one attempt)
   --skip-if-locked        exit 0 without a word when another owner holds the lock (cron on several
                           hosts); with --json one "skipped" event
+  -E, --conflict-exit-code <0-255>
+                          the exit code when another owner holds the lock past --wait (flock -E;
+                          default 73); not with --skip-if-locked
+  -s, --shared            a shared lock (flock -s): any number of shared holders, or one exclusive
   --at-least <duration>   hold the lock at least this long from acquisition: a command that ends
                           sooner leaves it held until then (ShedLock's lockAtLeastFor), so a fast job
                           on a host with a skewed clock does not run twice in one window (at most
@@ -44,9 +49,15 @@ inherited while extending the lock (every third of the ttl), releases it when th
                           more than 3 × this
   --json                  one JSON line per event on stderr: acquired, lost, failed (outcome, reason,
                           members: member, vote, state, code), skipped, warning, exit (exitCode and
-                          source: "command" for the command's own code, "quorumlock" for the CLI's)
-  The command gets QUORUMLOCK_RESOURCE and, with --fencing, QUORUMLOCK_FENCE. SIGINT and SIGTERM
-  are forwarded to it. On a terminal, a status line shows while waiting, and why (held by another
+                          source: "command" for the command's own code, "quorumlock" for the CLI's);
+                          a usage error is a failed event with outcome "usage" and a stable code
+  The command gets QUORUMLOCK_RESOURCE and, with --fencing, QUORUMLOCK_FENCE. It runs in a process
+  group of its own: signals (SIGINT, SIGTERM, SIGHUP forwarded; the deadline's SIGTERM and SIGKILL)
+  reach everything it started. What it leaves in its group when it exits is stopped (SIGTERM, then
+  SIGKILL by --grace or the deadline) before the lock is released. Should quorumlock itself die
+  (SIGKILL), a watchdog SIGKILLs the group at once. Not covered: a process that leaves the group
+  itself (setsid, a daemon). After a forwarded signal that ended the command (128+n), quorumlock
+  releases the lock and then dies by that same signal (systemd counts SIGTERM as a clean stop). On a terminal, a status line shows while waiting, and why (held by another
   owner, members quarantined, members unreachable).
   Stopping by the deadline: the lock is extended every ttl/3. If extensions keep failing and the
   validity left falls to the stop window, min(--grace, ttl/3 − 2 × --node-timeout), the command
@@ -65,8 +76,18 @@ elect: run the command only while this process leads the election <name> (docs/e
   --ttl <duration>        leadership ttl: a leader that dies is replaced about this long after its
                           last extension (required; more than 5 × --node-timeout)
   --id <text>             how observers name this candidate (default <hostname>:<pid>)
-  --grace, --max-lock-ttl, --node-timeout, --json: as for run (--json events: elected, lost,
-                          campaign, exit, failed)
+  --grace, --max-lock-ttl, --node-timeout, --json: as for run (--json events: waiting, elected,
+                          lost, campaign, warning, exit, failed)
+  While it cannot be elected it says why, on stderr (--json: a "waiting" event with reason, cause
+  held/quarantined/unreachable, count and each member's state), when it starts waiting and when
+  the reason changes. The command's process group, the watchdog and the ending by a forwarded
+  signal are as for run.
+
+leader <election>: who leads, as a quorum of members says: its id, term, how long a quorum still
+  holds it, and how many members answered (--json: state led/vacant/unknown, leader, why, quorum,
+  answered, members). Exits 0 when a leader is known, 3 when vacant, 69 when too few members
+  answered to tell, 75 when they answered but no quorum names one leader yet (a hand-over under
+  way: ask again). Takes --timeout (per member, default 1s) and --max-lock-ttl.
 
 status <resource>: per member: reachable, role, PING latency, held, shared (by how many readers)
   or free, remaining PTTL, the owner's fingerprint (first 8 hex chars of sha256 of the lock value;
@@ -78,14 +99,17 @@ members: health of the member set: role, epoch age and quarantine, latency, Redi
   quarantine; a set that answers but sits out its quarantine fails every lock. A cluster counts as a master
   when CLUSTER INFO says cluster_state:ok and every slot's node answers; its quarantine is that of
   its worst slot epoch (none, stale, quarantined, trusted), with counts per state (status <resource>:
-  the resource's slot).
+  the resource's slot). When quarantine is what keeps a quorum from voting, it says what to do:
+  wait, when any member shows a past (then the others restarted or were flushed); trust --yes only
+  when none does (--json: note, trustAdvised).
 trust --yes: declares the members brand new and trusted (redlock.trustMembers()). Brand-new
   masters otherwise count only once --max-lock-ttl has passed since their first lock (restart
   quarantine). Run it ONCE for a new deployment. NEVER for members that restarted empty or were
   flushed while locks may have been held: that is exactly the hazard the quarantine protects
   against. Without --yes it refuses (exit 64). It warns (stderr, and "warning" in --json) when
   some members' epochs show a past (older than --max-lock-ttl, fence tokens issued, written by an
-  earlier server process) while others have none or a fresh one: the restarted-empty case. On a
+  earlier server process) while others have none or a fresh one: the restarted-empty case. Then
+  it refuses (exit 64) unless --force is given as well. On a
   cluster it writes the epoch of each of the 16384 slots (its commands get at least 10s).
 restore-fencing --floor <token>: after a majority of members lost their data at once, fenced
   locks fail ('unfenced') until an operator names a floor at or above every fencing token ever
@@ -102,10 +126,17 @@ Exit codes:
   0     success (run: the command exited 0)
   1-255 run: the command's own exit code, passed through. Where it equals one of the codes below
         (64, 69, 73, 75), run adds a note on stderr, and --json says source "command"
-  64    usage error (bad or missing flag, URL or duration; trust without --yes)
+  3     leader: the leadership is vacant
+  64    usage error (bad or missing flag, URL or duration; trust without --yes; trust of members that
+        look restarted, without --force)
   69    members unreachable, too few healthy masters, members in quarantine, or another error
-  73    run: the lock is held by another owner and was not had within --wait (0 with --skip-if-locked)
-  75    run: the lock was lost, or could not be kept, while the command ran; the command was stopped
+  73    run: the lock is held by another owner and was not had within --wait (0 with --skip-if-locked,
+        or the code of -E)
+  75    run: the lock was lost, or could not be kept, while the command ran; the command was stopped.
+        leader: members answered, but no quorum names one leader yet
   126   run: the command could not be executed; 127: command not found
-  128+n run: the command was killed by signal n (also the CLI's own code when signal n interrupts the wait)
+  128+n run: the command was killed by signal n. When quorumlock itself received signal n (SIGINT,
+        SIGTERM, SIGHUP) and the command ended by it, or the wait was interrupted by it, quorumlock
+        instead dies by signal n after releasing the lock: a shell or supervisor sees "killed by
+        signal n" (a shell reports 128+n as ever)
 `;

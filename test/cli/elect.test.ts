@@ -3,8 +3,9 @@
  * against three real redis-server masters.
  */
 import { describe, expect, it } from 'vitest';
+import { electionResource } from '../../src/store/keys.js';
 import type { TestMasters } from '../integration/masters.js';
-import { cli, events, nodeCommand, type Cli, withMasters } from './spawn.js';
+import { cli, events, nodeCommand, type Cli, waitForEvent, withMasters } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -62,6 +63,11 @@ describe('elect', () => {
     // Waits while the first leads: well past several of the first one's extensions.
     await new Promise((resolve) => setTimeout(resolve, 2500));
     expect(termsOf(second.stdout)).toEqual([]);
+    // And says why, once.
+    expect(await waitForEvent(second, (event) => event.event === 'waiting')).toMatchObject({
+      cause: 'held',
+      reason: 'waiting to lead "elect-takeover": another candidate leads',
+    });
     first.child.kill('SIGKILL');
     await second.waitFor('leading');
     const [before] = termsOf(first.stdout);
@@ -73,6 +79,49 @@ describe('elect', () => {
     const done = await second.done;
     expect(done.stdout).toContain(`stopped ${after!.term}`);
     expect(done.code).toBe(0);
+  });
+
+  it('says why it waits, once per reason: members not answering, then in their restart quarantine; then that it was elected', async () => {
+    try {
+      // In words on stderr, and quiet when elected at once.
+      await Promise.all(t.masters.slice(0, 2).map((master) => master.pause()));
+      const plain = elect('elect-waits-plain', '1s', LEADER_SCRIPT);
+      await expect.poll(() => plain.stderr, { timeout: 15_000 }).toContain('quorumlock: waiting to lead "elect-waits-plain": 2 members not answering');
+      await t.resumeAll();
+      await plain.waitFor('leading');
+      expect(plain.stderr).toContain('quorumlock: elected: leading "elect-waits-plain"');
+      plain.child.kill('SIGTERM');
+      await plain.done;
+      const quiet = await elect('elect-waits-plain', '1s', 'process.exit(0)').done;
+      expect(quiet).toMatchObject({ code: 0, stderr: '' });
+
+      // As --json events, with each member's state.
+      await Promise.all(t.masters.slice(0, 2).map((master) => master.pause()));
+      const candidate = elect('elect-waits', '1s', LEADER_SCRIPT, ['--json']);
+      const silent = await waitForEvent(candidate, (event) => event.event === 'waiting');
+      expect(silent).toMatchObject({
+        election: 'elect-waits',
+        cause: 'unreachable',
+        count: 2,
+        reason: 'waiting to lead "elect-waits": 2 members not answering',
+      });
+      expect((silent.members as { state: string }[]).filter((member) => /not answering/.test(member.state))).toHaveLength(2);
+      // One back empty: inside its restart quarantine it does not count yet (nor does the one still paused).
+      await t.masters[0]!.restart();
+      const quarantined = await waitForEvent(candidate, (event) => event.event === 'waiting' && event.cause === 'quarantined');
+      expect(quarantined).toMatchObject({ count: 1, reason: expect.stringMatching(/1 member in its restart quarantine \(up to .* left\)/) });
+      // The paused one back: with the third, a quorum that counts.
+      await t.masters[1]!.resume();
+      await candidate.waitFor('leading');
+      candidate.child.kill('SIGTERM');
+      const done = await candidate.done;
+      // Told when the reason changed, not on every retry (a round every few ms, for seconds).
+      const kinds = events(done.stderr).map((event) => event.event);
+      expect(kinds.filter((kind) => kind === 'waiting')).toHaveLength(2);
+      expect(kinds.indexOf('elected')).toBeGreaterThan(kinds.lastIndexOf('waiting'));
+    } finally {
+      await t.heal();
+    }
   });
 
   it('stops the command when leadership is lost (two of three members paused), then campaigns again and runs it under a new term', async () => {
@@ -96,5 +145,51 @@ describe('elect', () => {
     expect(kinds.filter((kind) => kind === 'elected')).toHaveLength(2);
     expect(kinds).toContain('lost');
     expect(kinds).toContain('campaign');
+  });
+});
+
+describe('leader', () => {
+  const leader = (name: string, flags: string[] = []) => cli(['leader', name, '--members', members, ...flags]).done;
+
+  it('names the leader (exit 0), says vacant (exit 3), and cannot tell with too few answers (exit 69) or no quorum agreeing (exit 75)', async () => {
+    const vacant = await leader('who-leads');
+    expect(vacant).toMatchObject({ code: 3, stdout: 'who-leads: vacant, nobody leads; 3 of 3 members answered (quorum 2)\n' });
+
+    const elected = elect('who-leads', '5s', LEADER_SCRIPT, ['--id', 'host-a']);
+    await elected.waitFor('leading');
+    const term = termsOf(elected.stdout)[0]!.term;
+    const plain = await leader('who-leads');
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(
+      new RegExp(`^who-leads: led by host-a, term ${term} \\(held for at least .* more\\); 3 of 3 members answered \\(quorum 2\\)\\n$`),
+    );
+    const json = JSON.parse((await leader('who-leads', ['--json'])).stdout) as Record<string, unknown>;
+    expect(json).toMatchObject({ election: 'who-leads', state: 'led', leader: { id: 'host-a', term }, quorum: 2, answered: 3, exitCode: 0 });
+
+    // Two of three paused: the one that answers cannot speak for a quorum.
+    await Promise.all(t.masters.slice(0, 2).map((master) => master.pause()));
+    const unknown = await leader('who-leads', ['--json', '--timeout', '300ms']);
+    expect(unknown.code).toBe(69);
+    expect(JSON.parse(unknown.stdout)).toMatchObject({ state: 'unknown', why: 'unavailable', answered: 1 });
+    await t.resumeAll();
+    elected.child.kill('SIGTERM');
+    await elected.done;
+
+    // A lock key with no leader record on one member, absent on the others: all answered, no quorum names a leader.
+    await t.clients[0]!.set(electionResource('who-leads'), 'not a leader', 'PX', 10_000);
+    try {
+      const undecided = await leader('who-leads');
+      expect(undecided.code).toBe(75);
+      expect(undecided.stdout).toContain('who-leads: cannot tell who leads: no quorum names one leader yet');
+    } finally {
+      await t.clients[0]!.del(electionResource('who-leads'));
+    }
+  });
+
+  it('refuses a missing or an invalid name as a usage error', async () => {
+    expect((await cli(['leader', '--members', members]).done).code).toBe(64);
+    const braces = await leader('a{b');
+    expect(braces.code).toBe(64);
+    expect(braces.stderr).toMatch(/must not contain \{ or \}/);
   });
 });

@@ -345,29 +345,159 @@ describe('trust: confirmation and the restarted-empty warning', () => {
     await t.heal();
   });
 
-  it('warns (stderr and --json) when a member restarted empty while the others show fence tokens issued', async () => {
+  it('refuses (exit 64) when a member restarted empty while the others show fence tokens issued; --force trusts anyway, with the warning', async () => {
     const fenced = await cli(['run', '--fencing', '--members', members, '--resource', 'history', '--ttl', '2s', ...nodeCommand('0')]).done;
     expect(fenced.code).toBe(0);
     const restarted = t.masters[2]!;
     await restarted.restart();
     await t.clients[2]!.ping();
-    const json = await cli(['trust', '--yes', '--json', '--members', members]).done;
-    expect(json.code).toBe(0);
-    const parsed = JSON.parse(json.stdout) as { warning: string; members: { trusted: boolean }[] };
-    expect(parsed.members.map((member) => member.trusted)).toEqual([true, true, true]);
     const name = `${restarted.host}:${restarted.port}/0`;
+    const refused = await cli(['trust', '--yes', '--json', '--members', members]).done;
+    expect(refused.code).toBe(64);
+    const parsed = JSON.parse(refused.stdout) as { refused: boolean; warning: string };
+    expect(parsed.refused).toBe(true);
     expect(parsed.warning).toContain(`${name} has no epoch or a fresh one`);
     expect(parsed.warning).toContain('fence tokens issued');
-    expect(json.stderr).toContain(`quorumlock: WARNING: ${parsed.warning}`);
+    expect(refused.stderr).toContain('quorumlock: trust: refusing: these members held data before');
+    expect(refused.stderr).toContain('run quorumlock trust --yes --force');
+    // Nothing was written: the restarted member has no genesis epoch.
+    expect(await t.clients[2]!.hget('quorumlock:epoch', 'genesis')).toBeNull();
 
-    // The same on a plain run, and none on a set that shows no such split.
-    await restarted.restart();
-    await t.clients[2]!.ping();
-    const plain = await cli(['trust', '--yes', '--members', members]).done;
-    expect(plain.code).toBe(0);
-    expect(plain.stderr).toMatch(/WARNING: these members held data before: .*fence tokens issued.*; yet .* has no epoch or a fresh one/);
+    const forced = await cli(['trust', '--yes', '--force', '--json', '--members', members]).done;
+    expect(forced.code).toBe(0);
+    const trusted = JSON.parse(forced.stdout) as { warning: string; members: { trusted: boolean }[] };
+    expect(trusted.members.map((member) => member.trusted)).toEqual([true, true, true]);
+    expect(forced.stderr).toContain(`quorumlock: WARNING (trusting anyway: --force): ${trusted.warning}`);
+
+    // A set that shows no such split needs no --force, and gets no warning.
     const quiet = await cli(['trust', '--yes', '--members', members]).done;
     expect(quiet).toMatchObject({ code: 0, stderr: '' });
     await t.heal();
+  });
+});
+
+describe('never pointing at trust for members that restarted', () => {
+  it('members and run say to wait, not to trust, when a member shows a past; they name trust only when none does', async () => {
+    try {
+      const fenced = await cli(['run', '--fencing', '--members', members, '--resource', 'restarted', '--ttl', '2s', ...nodeCommand('0')]).done;
+      expect(fenced.code).toBe(0);
+      // Two of three restarted empty; the third shows fence tokens issued.
+      await Promise.all(t.masters.slice(1).map((master) => master.restart()));
+      const run = await cli(['run', '--members', members, '--resource', 'restarted', '--ttl', '2s', ...nodeCommand('console.log("ran")')]).done;
+      expect(run.code).toBe(69);
+      expect(run.stderr).toContain('too few members count toward a quorum');
+      expect(run.stderr).toContain('do not run quorumlock trust');
+      expect(run.stderr).not.toContain('trust --yes');
+      const health = await cli(['members', '--members', members]).done;
+      expect(health.code).toBe(69);
+      expect(health.stdout).toMatch(/note: locks fail until a quorum is past it\. Members show a past \(.*fence tokens issued.*\): the others restarted/);
+      expect(health.stdout).not.toContain('trust --yes');
+      expect(JSON.parse((await cli(['members', '--json', '--members', members]).done).stdout)).toMatchObject({ ok: false, trustAdvised: false });
+
+      // Every member brand new (fresh servers, empty): trust is the step, and is named.
+      await Promise.all(t.masters.map((master) => master.restart()));
+      const fresh = await cli(['run', '--members', members, '--resource', 'restarted', '--ttl', '2s', ...nodeCommand('console.log("ran")')]).done;
+      expect(fresh.code).toBe(69);
+      expect(fresh.stderr).toContain('No member shows a past: if every one is brand new (it never held a lock), run quorumlock trust --yes once');
+      const freshHealth = await cli(['members', '--members', members]).done;
+      expect(freshHealth.stdout).toContain('run quorumlock trust --yes once');
+    } finally {
+      await t.heal();
+    }
+  });
+});
+
+describe('run: flock(1) parity', () => {
+  it('-E / --conflict-exit-code sets the exit code of a held lock (and only of a held lock)', async () => {
+    const holder = await hold(members, 'conflict-code');
+    const short = await cli(['run', '--members', members, '--resource', 'conflict-code', '--ttl', '5s', '-E', '3', ...nodeCommand('console.log("ran")')]).done;
+    expect(short.code).toBe(3);
+    expect(short.stdout).toBe('');
+    expect(short.stderr).toContain('could not lock "conflict-code": it is held by another owner');
+    const json = await cli([
+      'run',
+      '--members',
+      members,
+      '--resource',
+      'conflict-code',
+      '--ttl',
+      '5s',
+      '--conflict-exit-code',
+      '0',
+      '--json',
+      ...nodeCommand('0'),
+    ]).done;
+    expect(json.code).toBe(0);
+    expect(events(json.stderr)).toEqual([expect.objectContaining({ event: 'failed', outcome: 'taken', exitCode: 0, source: 'quorumlock' })]);
+    holder.child.kill('SIGTERM');
+    await holder.done;
+    // Members down is no conflict: still 69.
+    const down = await cli([
+      'run',
+      '--members',
+      `redis://127.0.0.1:${await closedPort()}`,
+      '--resource',
+      'conflict-code',
+      '--ttl',
+      '2s',
+      '-E',
+      '3',
+      ...nodeCommand('0'),
+    ]).done;
+    expect(down.code).toBe(69);
+  });
+
+  it('refuses an -E out of 0..255, or beside --skip-if-locked, with a stable code and before connecting to any member', async () => {
+    // A member that counts every connection made to it.
+    const { createServer } = await import('node:net');
+    let connections = 0;
+    const listener = createServer((socket) => (connections++, socket.destroy()));
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const member = `redis://127.0.0.1:${(listener.address() as { port: number }).port}`;
+    try {
+      for (const value of ['256', '-1', '2.5', 'x', '']) {
+        const refused = await cli([
+          'run',
+          '--members',
+          member,
+          '--resource',
+          'e-range',
+          '--ttl',
+          '2s',
+          `--conflict-exit-code=${value}`,
+          '--json',
+          ...nodeCommand('0'),
+        ]).done;
+        expect(refused.code).toBe(64);
+        expect(events(refused.stderr)).toEqual([
+          expect.objectContaining({ event: 'failed', outcome: 'usage', code: 'QUORUMLOCK_ERR_CLI_OUT_OF_RANGE', flag: '--conflict-exit-code', exitCode: 64 }),
+        ]);
+      }
+      const plain = await cli(['run', '--members', member, '--resource', 'e-range', '--ttl', '2s', '-E', '300', ...nodeCommand('0')]).done;
+      expect(plain.code).toBe(64);
+      expect(plain.stderr).toContain('run: --conflict-exit-code must be an exit code, an integer from 0 to 255, got "300"');
+      const both = await cli(['run', '--members', member, '--resource', 'e-range', '--ttl', '2s', '-E', '3', '--skip-if-locked', '--json', ...nodeCommand('0')])
+        .done;
+      expect(both.code).toBe(64);
+      expect(events(both.stderr)[0]).toMatchObject({ code: 'QUORUMLOCK_ERR_CLI_CONFLICTING_FLAGS' });
+      expect(connections).toBe(0);
+    } finally {
+      listener.close();
+    }
+  });
+
+  it('-s / --shared: shared holders run side by side; an exclusive run is refused while they hold it (with the conflict code)', async () => {
+    const reader = runCli(members, 'shared-doc', '5s', 'console.log("reading"); setTimeout(() => {}, 30000)', ['-s', '--json']);
+    await reader.waitFor('reading');
+    expect(events(reader.stderr.slice(0, reader.stderr.lastIndexOf('\n') + 1))[0]).toMatchObject({ event: 'acquired', shared: true });
+    const second = await runCli(members, 'shared-doc', '5s', 'console.log("also reading")', ['--shared']).done;
+    expect(second).toMatchObject({ code: 0, stdout: 'also reading\n' });
+    const status = await cli(['status', 'shared-doc', '--members', members]).done;
+    expect(status.stdout).toContain('shared-doc: held shared by readers on 3 of 3 members');
+    const writer = await runCli(members, 'shared-doc', '5s', 'console.log("writing")', ['-E', '9']).done;
+    expect(writer).toMatchObject({ code: 9, stdout: '' });
+    reader.child.kill('SIGTERM');
+    await reader.done;
+    expect(await runCli(members, 'shared-doc', '5s', 'console.log("writing")').done).toMatchObject({ code: 0, stdout: 'writing\n' });
   });
 });

@@ -1,7 +1,10 @@
 /** The quorumlock CLI as a user runs it: a child process (node --import tsx src/cli/main.ts). */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
 
@@ -17,6 +20,64 @@ export interface Cli {
 }
 
 const running = new Set<ChildProcess>();
+
+/**
+ * The bin as installed: src/cli/main.ts bundled as scripts/build.mjs bundles it, into a package
+ * laid out like the published one (<root>/dist/cli/main.js beside <root>/package.json), under the
+ * repository's .tmp/ so that its ioredis import resolves. Built once per test file.
+ */
+let built: Promise<string> | undefined;
+export function builtBin(): Promise<string> {
+  built ??= (async () => {
+    mkdirSync(join(ROOT, '.tmp'), { recursive: true });
+    const root = mkdtempSync(join(ROOT, '.tmp', 'built-cli-'));
+    await build({
+      entryPoints: [join(ROOT, 'src/cli/main.ts')],
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'esm',
+      external: ['ioredis'],
+      outfile: join(root, 'dist/cli/main.js'),
+      logLevel: 'silent',
+    });
+    writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'quorumlock', version: '0.0.0-test', type: 'module' }));
+    return join(root, 'dist/cli/main.js');
+  })();
+  return built;
+}
+
+/** Removes what builtBin() built. */
+export function removeBuiltBin(): void {
+  const bin = built;
+  built = undefined;
+  void bin?.then((path) => rmSync(join(path, '../../..'), { recursive: true, force: true }));
+}
+
+/** Runs the built bin (`node <root>/dist/cli/main.js …`) as cron or a supervisor would: no tsx, no npm. */
+export async function builtCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Cli> {
+  return spawnCli(process.execPath, [await builtBin(), ...args], env);
+}
+
+/** Whether process `pid` runs: not gone, and not a zombie (a killed orphan waits for init to reap it). */
+export function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves with the ms it took once `condition()` holds, polled every 5 ms; rejects after `timeoutMs`. */
+export async function within(timeoutMs: number, condition: () => boolean | Promise<boolean>, what = 'the condition'): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    if (await condition()) return performance.now() - started;
+    if (performance.now() - started > timeoutMs) throw new Error(`${what} did not hold within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 /** Runs the CLI with `args`; QUORUMLOCK_MEMBERS is cleared unless `env` sets it. */
 export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
@@ -91,6 +152,29 @@ export function events(stderr: string): Record<string, unknown>[] {
     .split('\n')
     .filter(Boolean)
     .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** Resolves with the first complete --json event on stderr that `matches`; rejects after `timeoutMs` or when the CLI exits first. */
+export function waitForEvent(cli: Cli, matches: (event: Record<string, unknown>) => boolean, timeoutMs = 15_000): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => finish(new Error(`no such event within ${timeoutMs} ms: ${cli.stderr}`)), timeoutMs);
+    const check = () => {
+      const complete = cli.stderr.slice(0, cli.stderr.lastIndexOf('\n') + 1);
+      const found = events(complete).find(matches);
+      if (found) finish(undefined, found);
+    };
+    const exited = () => finish(new Error(`exited before the event: ${cli.stdout}\n${cli.stderr}`));
+    const finish = (error?: Error, event?: Record<string, unknown>) => {
+      clearTimeout(timer);
+      cli.child.stderr!.off('data', check);
+      cli.child.off('close', exited);
+      if (error) reject(error);
+      else resolve(event!);
+    };
+    cli.child.stderr!.on('data', check);
+    cli.child.once('close', exited);
+    check();
+  });
 }
 
 /** A node one-liner as the locked command. */

@@ -140,6 +140,12 @@ describe('usage errors exit 64 and name the flag', () => {
       '--version',
       'source',
       'min(--grace, ttl/3 − 2 × --node-timeout)',
+      '-E, --conflict-exit-code',
+      '-s, --shared',
+      'leader <election>',
+      '--force',
+      'process group',
+      'dies by that same signal',
     ])
       expect(stdout).toContain(text);
   });
