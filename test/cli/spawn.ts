@@ -27,20 +27,25 @@ const running = new Set<ChildProcess>();
  * repository's .tmp/ so that its ioredis import resolves. Built once per test file.
  */
 let built: Promise<string> | undefined;
+/** The CLI bundled on its own as one ESM file at `outfile` (ioredis left to resolve beside it). */
+export async function bundleCli(outfile: string): Promise<void> {
+  await build({
+    entryPoints: [join(ROOT, 'src/cli/main.ts')],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    external: ['ioredis'],
+    outfile,
+    logLevel: 'silent',
+  });
+}
+
 export function builtBin(): Promise<string> {
   built ??= (async () => {
     mkdirSync(join(ROOT, '.tmp'), { recursive: true });
     const root = mkdtempSync(join(ROOT, '.tmp', 'built-cli-'));
-    await build({
-      entryPoints: [join(ROOT, 'src/cli/main.ts')],
-      bundle: true,
-      platform: 'node',
-      target: 'node20',
-      format: 'esm',
-      external: ['ioredis'],
-      outfile: join(root, 'dist/cli/main.js'),
-      logLevel: 'silent',
-    });
+    await bundleCli(join(root, 'dist/cli/main.js'));
     writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'quorumlock', version: '0.0.0-test', type: 'module' }));
     return join(root, 'dist/cli/main.js');
   })();

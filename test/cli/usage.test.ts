@@ -104,16 +104,7 @@ describe('usage errors exit 64 and name the flag', () => {
     // beside <root>/package.json. Inside node_modules, so that the bundle's ioredis import resolves.
     const root = mkdtempSync(join(fileURLToPath(new URL('../../node_modules/', import.meta.url)), '.quorumlock-cli-version-'));
     try {
-      await build({
-        entryPoints: [fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url))],
-        bundle: true,
-        platform: 'node',
-        target: 'node20',
-        format: 'esm',
-        external: ['ioredis'],
-        outfile: join(root, 'dist/cli/main.js'),
-        logLevel: 'silent',
-      });
+      await bundleCli(join(root, 'dist/cli/main.js'));
       writeFileSync(join(root, 'package.json'), JSON.stringify({ name: 'quorumlock', version: '9.8.7-test' }));
       const output = execFileSync(process.execPath, [join(root, 'dist/cli/main.js'), '--version'], { encoding: 'utf8' });
       expect(output).toBe('quorumlock 9.8.7-test\n');
