@@ -8,8 +8,13 @@ export const commonFlags = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   'max-lock-ttl': { type: 'string' },
+  'quarantine-from-restart': { type: 'boolean' },
   'tls-ca': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
+
+/** RedlockOptions.quarantine from --quarantine-from-restart (docs/cli.md: when to use it). */
+export const quarantineOf = (values: { 'quarantine-from-restart'?: boolean }): true | 'from-restart' =>
+  values['quarantine-from-restart'] ? 'from-restart' : true;
 
 /** parseArgs, strict, with positionals; a mistake becomes a UsageError naming `command` and the flag. */
 export function parse<O extends NonNullable<ParseArgsConfig['options']>>(

@@ -12,7 +12,7 @@
  * end the campaign (128+n).
  */
 import type { ParseArgsConfig } from 'node:util';
-import { commonFlags, parse, required } from './args.js';
+import { commonFlags, parse, quarantineOf, required } from './args.js';
 import { LeadershipLostError, Redlock, type Leadership } from '../index.js';
 import { defaults } from '../options/settings.js';
 import { EXTEND_SHARE } from '../election/leadership.js';
@@ -30,6 +30,8 @@ export interface ElectOptions {
   id: string | undefined;
   grace: number;
   maxLockTtl: number;
+  /** When a member's restart quarantine counts from (RedlockOptions.quarantine). */
+  quarantine: true | 'from-restart';
   nodeTimeout: number;
   tls: Tls;
   json: boolean;
@@ -71,6 +73,7 @@ export async function electCommand(args: string[], help: () => number): Promise<
     id: values.id,
     grace: values.grace === undefined ? 10_000 : parseDuration('--grace', values.grace, { allowZero: true }),
     maxLockTtl,
+    quarantine: quarantineOf(values),
     nodeTimeout,
     tls: readTls(values['tls-ca']),
     json: values.json ?? false,
@@ -93,7 +96,7 @@ export async function elect(options: ElectOptions): Promise<number> {
   const say = reporter(options);
   const connectTimeoutMs = Math.max(1000, options.nodeTimeout * 4);
   const connected = connect(options.members, { commandTimeoutMs: connectTimeoutMs, connectTimeoutMs }, options.tls);
-  const redlock = new Redlock(connected.clients, { maxLockTtl: options.maxLockTtl, nodeTimeout: options.nodeTimeout });
+  const redlock = new Redlock(connected.clients, { maxLockTtl: options.maxLockTtl, quarantine: options.quarantine, nodeTimeout: options.nodeTimeout });
   // Checked before any call is sent: bad --name/--ttl/--id are usage errors (RangeError with parameter).
   let election;
   try {

@@ -6,7 +6,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ParseArgsConfig } from 'node:util';
-import { commonFlags, exitCodeOption, parse, required } from './args.js';
+import { commonFlags, exitCodeOption, parse, quarantineOf, required } from './args.js';
 import { parseDuration } from './duration.js';
 import { EXIT, USAGE_CODES, UsageError } from './errors.js';
 import { members as membersCommand, status as statusCommand, trust as trustCommand, type InspectOptions } from './inspect.js';
@@ -120,6 +120,7 @@ async function runCommand(args: string[]): Promise<number> {
     grace: values.grace === undefined ? 10_000 : parseDuration('--grace', values.grace, { allowZero: true }),
     fencing: values.fencing ?? false,
     maxLockTtl,
+    quarantine: quarantineOf(values),
     nodeTimeout,
     skipIfLocked: values['skip-if-locked'] ?? false,
     conflictExitCode,

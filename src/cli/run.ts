@@ -22,6 +22,8 @@ export interface RunOptions {
   grace: number;
   fencing: boolean;
   maxLockTtl: number;
+  /** When a member's restart quarantine counts from (RedlockOptions.quarantine). */
+  quarantine: true | 'from-restart';
   nodeTimeout: number;
   /** Exit 0 without a word when another owner holds the lock (cron on several hosts). */
   skipIfLocked: boolean;
@@ -102,7 +104,7 @@ export async function run(options: RunOptions): Promise<number> {
   const threshold = extensionThreshold(options.ttl, (value) => checkExtendThreshold(value, options.ttl, timing));
   const connectTimeoutMs = connectTimeoutMsOf(options);
   const connected = connect(options.members, { commandTimeoutMs: connectTimeoutMs, connectTimeoutMs }, options.tls);
-  const redlock = new Redlock(connected.clients, { maxLockTtl: options.maxLockTtl, nodeTimeout: options.nodeTimeout });
+  const redlock = new Redlock(connected.clients, { maxLockTtl: options.maxLockTtl, quarantine: options.quarantine, nodeTimeout: options.nodeTimeout });
   const votes = watchVotes();
 
   // Before the command runs, a signal abandons the wait; afterwards, it is forwarded to the command.

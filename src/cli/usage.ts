@@ -45,6 +45,10 @@ inherited while extending the lock (every third of the ttl), releases it when th
   --fencing               issue a fencing token, passed as QUORUMLOCK_FENCE
   --max-lock-ttl <dur>    the longest ttl any client of these resources uses, and the restart
                           quarantine (default max(60s, --ttl, --at-least))
+  --quarantine-from-restart  count a member's restart quarantine from its restart (where the
+                          server proves it), not from the first lock after it: members restarted
+                          and left idle are ready at once. Only when no standby can take over a
+                          member's address and members start after their clock is synced
   --node-timeout <dur>    time each member gets to answer each call (default 50ms); --ttl must be
                           more than 3 × this
   --json                  one JSON line per event on stderr: acquired, lost, failed (outcome, reason,
@@ -76,7 +80,7 @@ elect: run the command only while this process leads the election <name> (docs/e
   --ttl <duration>        leadership ttl: a leader that dies is replaced about this long after its
                           last extension (required; more than 5 × --node-timeout)
   --id <text>             how observers name this candidate (default <hostname>:<pid>)
-  --grace, --max-lock-ttl, --node-timeout, --json: as for run (--json events: waiting, elected,
+  --grace, --max-lock-ttl, --quarantine-from-restart, --node-timeout, --json: as for run (--json events: waiting, elected,
                           lost, campaign, warning, exit, failed)
   While it cannot be elected it says why, on stderr (--json: a "waiting" event with reason, cause
   held/quarantined/unreachable, count and each member's state), when it starts waiting and when

@@ -70,7 +70,7 @@ local function refused(n, value, waiter, ticket, lease, heldFor, forever, epoch,
     end
   end
   local refusedEpoch, settledLeft = epochId or '', -1
-  if epochId and quarantine > 0 and fencing then
+  if epochId and quarantine ~= 0 and fencing then
     settledLeft = quarantineLeft(epoch, since, quarantine)
   end
   local own = 0

@@ -1,7 +1,7 @@
 -- The member's epoch: since when this server has held the data it holds, kept in a hash with what
 -- identifies that data's lineage (currentEpoch), and how much of its quarantine is left
 -- (quarantineLeft).
--- Provides: BOUND_RUN_ID, infoField, scriptedWrites, dataSince, currentEpoch, quarantineLeft
+-- Provides: BOUND_RUN_ID, infoField, scriptedWrites, restartedAt, currentEpoch, quarantineLeft
 -- Needs: _compat.lua (unpack), _time.lua (now, nowMs, readTime, time)
 
 -- The run id of the process this script text was loaded into, when the client loaded a copy of
@@ -25,11 +25,16 @@ local function infoField(info, field)
   return string.sub(info, from, stop - 1)
 end
 
--- Script calls that succeeded (or keys restored) on this process, by INFO commandstats: 0 only
--- while no script has written anything here since the process started.
+-- Script calls that succeeded (or keys restored) on this process, by INFO commandstats; nil
+-- when the section cannot be read as Redis writes it (positive evidence only: our own INFO calls
+-- of this run are counted by now, with Redis 7's failed_calls).
 local function scriptedWrites()
+  local stats = redis.call('INFO', 'commandstats')
+  if not string.find(stats, 'cmdstat_info:calls=%d+,[^\r\n]*failed_calls=%d+') then
+    return nil
+  end
   local count = 0
-  for name, calls, rest in string.gmatch(redis.call('INFO', 'commandstats'), 'cmdstat_([^:]+):calls=(%d+)([^\r\n]*)') do
+  for name, calls, rest in string.gmatch(stats, 'cmdstat_([^:]+):calls=(%d+)([^\r\n]*)') do
     local failed = 0
     if string.find(name, '^eval') or string.find(name, '^fcall') then
       failed = tonumber(string.match(rest, 'failed_calls=(%d+)') or '0')
@@ -41,29 +46,24 @@ local function scriptedWrites()
   return count
 end
 
--- Since when the quarantine of a new epoch counts (ms, server clock): when this server may last
--- have taken a lock it has now forgotten, as far as it can prove. The quarantine keeps a new
--- epoch's yes from counting until every lock it may have forgotten has expired; a lock expires
--- at most a ttl after it was granted, so the moment taken must be no earlier than the last grant
--- the member may have lost: never before the data loss. Proven case: the process started at S
--- and since then has run no script that succeeded (so it granted no lock: every grant is a
--- script), restored no key, was never promoted (second_repl_offset -1: its data never came by
+-- The process start (ms, server clock) when it bounds every lock this server may have forgotten,
+-- else nil; recorded as the epoch's `restart`, which only clients that chose to count the
+-- quarantine from the restart use (quarantineLeft). Proven case: the process started at S and
+-- since then has run no script that succeeded (so it granted no lock: every grant is a script),
+-- restored no key, was never promoted (second_repl_offset -1: its data never came by
 -- replication) and is not a Cluster node (keys migrate in). Then every lock key it ever held was
--- granted before S, by an earlier process (a restart, with or without persistence: its last
--- writes died with it), and the moment is S, whoever connects first and whenever: a member
--- restarted and left idle is ready a quarantine after its restart. Whatever removed the data
--- since (a FLUSHALL, a wipe, an eviction) removed only locks granted before S. S comes from
--- uptime_in_seconds, the server's cached whole seconds less those of its start: TIME's seconds
--- less it are the start's whole second (or a later one, when the cached clock lags), and the
--- next second is past S (a later moment, never an earlier one). Any other new epoch (a promotion, a failback, a flush or eviction after our
--- scripts ran, another application's scripts on the same server) counts from now: the first
--- script that sees it, never before the loss. Known limit (docs/operations.md): CONFIG RESETSTAT
--- clears the counts, so a flush after it, before any script of ours ran again, counts from S.
-local function dataSince(replication)
+-- granted by an earlier process, and whatever removed data since (a FLUSHALL, a wipe, an
+-- eviction) removed only locks granted before S. S comes from uptime_in_seconds, the cached
+-- whole seconds less those of the start: TIME's seconds less it are the start's whole second (or
+-- a later one), and the next second is past S. What the server cannot prove, and why it is the
+-- client's choice (docs/safety.md): that no other server served this address meanwhile (a
+-- standby started early, then given the address), and that its clock was not stepped forward
+-- since it started (uptime is wall-clock time). CONFIG RESETSTAT clears the counts.
+local function restartedAt(replication)
   local server = redis.call('INFO', 'server')
   local uptime = tonumber(infoField(server, 'uptime_in_seconds'))
-  if not uptime or infoField(server, 'redis_mode') ~= 'standalone' or infoField(replication, 'second_repl_offset') ~= '-1' or scriptedWrites() > 0 then
-    return nowMs
+  if not uptime or infoField(server, 'redis_mode') ~= 'standalone' or infoField(replication, 'second_repl_offset') ~= '-1' or scriptedWrites() ~= 0 then
+    return nil
   end
   return math.min(nowMs, (tonumber(time[1]) - uptime + 1) * 1000)
 end
@@ -123,8 +123,12 @@ local function currentEpoch(epoch, evictions)
   -- The server's time to the µs: a member never begins two epochs in one µs, and a call bound to
   -- an old epoch could find its id again only if the clock stepped back to that very µs.
   id = time[1] .. string.format('%06d', tonumber(time[2]))
-  since = tostring(dataSince(replication))
-  redis.call('HSET', epoch, 'id', id, 'since', since, 'begun', nowMs, 'run_id', runId, 'replid', replid, 'evicted', evictedNow)
+  since = tostring(nowMs)
+  redis.call('HSET', epoch, 'id', id, 'since', since, 'run_id', runId, 'replid', replid, 'evicted', evictedNow)
+  local restart = restartedAt(replication)
+  if restart then
+    redis.call('HSET', epoch, 'restart', restart)
+  end
   -- It replaced an epoch of another lineage (or one that evicted): not a member with no data yet.
   if replaced then
     redis.call('HSET', epoch, 'replaced', '1')
@@ -135,10 +139,16 @@ end
 -- Until a whole quarantine (the longest ttl in use) has passed since the epoch began, another
 -- client may still hold a lock this member forgot (see currentEpoch for how it can forget), so
 -- its yes must not count: the ms left of it, 0 when past. An epoch an operator declared brand
--- new (trust.lua) has forgotten nothing: no quarantine, whatever ttl the callers use.
+-- new (trust.lua) has forgotten nothing: no quarantine, whatever ttl the callers use. A negative
+-- `quarantine` is the same length counted from the process restart where the epoch proved one
+-- (restartedAt), the client's choice (src/options/settings.ts, quarantineMsOf).
 local function quarantineLeft(epoch, since, quarantine)
-  if quarantine <= 0 or redis.call('HGET', epoch, 'genesis') == '1' then
+  if quarantine == 0 or redis.call('HGET', epoch, 'genesis') == '1' then
     return 0
+  end
+  if quarantine < 0 then
+    quarantine = -quarantine
+    since = redis.call('HGET', epoch, 'restart') or since
   end
   return math.max(0, tonumber(since) + quarantine - now())
 end

@@ -19,7 +19,7 @@
 -- validity from that attempt's start (src/quorum/handover.ts).
 -- Returns the request's stamp when handed, nil otherwise.
 local function handOver(i, n, head, request)
-  local value, ttl, quarantine, stamp = string.match(request, '^(%S+) (%d+) (%d+) (%S+)$')
+  local value, ttl, quarantine, stamp = string.match(request, '^(%S+) (%d+) (%-?%d+) (%S+)$')
   local lease = tonumber(redis.call('ZSCORE', KEYS[2 * n + i], head))
   if not value or not lease then
     return nil
@@ -28,7 +28,7 @@ local function handOver(i, n, head, request)
   if px <= 0 then
     return nil
   end
-  if tonumber(quarantine) > 0 then
+  if tonumber(quarantine) ~= 0 then
     -- A hand-over grants on the key's absence, as an acquire does: an eviction ends the epoch.
     local handEpoch, handSince = currentEpoch(EPOCH, true)
     if handEpoch ~= epochId or quarantineLeft(EPOCH, handSince, tonumber(quarantine)) > 0 then

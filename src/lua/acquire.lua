@@ -5,7 +5,7 @@
 --       Redis Cluster).
 -- ARGV: value, ttl ms, waiter id, ticket (arrival order, the same on every member), lease ms
 --       (how long a refused caller keeps its place without coming back; 0 = do not join the line),
---       quarantine ms (0 = off), fencing (1 = report the fence counters), the id of the epoch this
+--       quarantine ms (0 = off; negative: counted from the restart), fencing (1 = report the fence counters), the id of the epoch this
 --       client last saw past its quarantine ('' = none: then the member's TIME decides); then the
 --       handover request (docs/handover.md; '' = none): the value a release may set for this
 --       waiter, the request's stamp, and handover values it no longer counts on (space-separated),

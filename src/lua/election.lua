@@ -4,7 +4,7 @@
 -- slot), KEYS[3] the member's epoch hash. The record is "<sha1 of the lock value> <term> <id>": it
 -- names the holder only while the lock key still holds the value whose digest it carries, so a
 -- record outliving its lock (a resign, an expiry) is never read as a leader.
--- ARGV[1] = the quarantine ms (0 = off). Replies { "<term> <id>" or '', PTTL of KEYS[1] (-2:
+-- ARGV[1] = the quarantine ms (0 = off; negative: counted from the restart). Replies { "<term> <id>" or '', PTTL of KEYS[1] (-2:
 -- absent), quarantine ms left }. The quarantine left (0: past it, or off; -1: this server is not a
 -- plain master) is the epoch's, as acquire.lua reads it: a member restarted empty answers
 -- "absent" for a lock that may still rest on it, which is no evidence that the election is
@@ -15,7 +15,7 @@
 local held = redis.call('GET', KEYS[1])
 local left = 0
 local quarantine = tonumber(ARGV[1] or '0') or 0
-if quarantine > 0 then
+if quarantine ~= 0 then
   local id, since = currentEpoch(KEYS[3], true)
   if not id then
     left = -1

@@ -81,9 +81,15 @@ export function checkSettings(options: RedlockOptions = {}): Settings {
     logger: options.logger === undefined ? silentLogger : checkLogger(options.logger),
     clock: options.clock === undefined ? systemClock : checkClock(options.clock),
     maxLockTtl: options.maxLockTtl === undefined ? defaults.maxLockTtl : checkMaxLockTtl(options.maxLockTtl),
-    quarantine: options.quarantine === undefined ? defaults.quarantine : checkBoolean('quarantine', options.quarantine),
+    quarantine: options.quarantine === undefined ? defaults.quarantine : checkQuarantine(options.quarantine),
     maxReentrancy: options.maxReentrancy === undefined ? defaults.maxReentrancy : checkMaxReentrancy(options.maxReentrancy),
   };
+}
+
+function checkQuarantine(value: unknown): boolean | 'from-restart' {
+  if (value === 'from-restart') return value;
+  if (typeof value !== 'boolean') throw argumentError(TypeError, 'quarantine', `must be true, false or 'from-restart', got ${show(value)}`);
+  return value;
 }
 
 export function checkBoolean(parameter: string, value: unknown): boolean {

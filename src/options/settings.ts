@@ -33,10 +33,18 @@ export interface RedlockOptions {
    */
   maxLockTtl?: number;
   /**
-   * false turns the restart quarantine off. Unsafe: a member that restarts empty can then let a
-   * second client in while the first still holds the lock. For demonstrating that hazard. Default true.
+   * When a member's restart quarantine counts from. true (the default): from the first call of any
+   * client that finds the new epoch, never before the data was lost. 'from-restart': from the
+   * member's process start, where the server proves that no lock was granted since (it ran no
+   * script since it started; otherwise from the first call), so a member restarted and left idle
+   * is ready maxLockTtl after its restart, whoever connects first. Choose it only when no other
+   * server can take over a member's address (a standby started early, then given its address or
+   * VIP) and members start after their clock is synced (systemd After=time-sync.target): the
+   * server can prove neither (docs/safety.md#restart-quarantine). false turns the quarantine off.
+   * Unsafe: a member that restarts empty can then let a second client in while the first still
+   * holds the lock. For demonstrating that hazard.
    */
-  quarantine?: boolean;
+  quarantine?: boolean | 'from-restart';
   /**
    * How deep `{ reentrant: true }` acquires may nest inside a using() that holds the same
    * resources (docs/reentrancy.md). 0, the default, turns reentrancy off: tracking which locks the
@@ -108,7 +116,7 @@ export interface Settings {
   /** RedlockOptions.maxLockTtl: the longest ttl, and the restart quarantine's length. */
   maxLockTtl: number;
   /** RedlockOptions.quarantine: false only to demonstrate the hazard it prevents. */
-  quarantine: boolean;
+  quarantine: boolean | 'from-restart';
   /** RedlockOptions.maxReentrancy: 0 = reentrancy off. */
   maxReentrancy: number;
 }
@@ -160,4 +168,13 @@ export interface UsingOptions extends AcquireOptions {
    * cannot keep a resource forever. Default Infinity.
    */
   maxExtensions?: number;
+}
+
+/**
+ * The quarantine argument of the scripts (one home, src/lua/_epoch.lua quarantineLeft): 0 = off,
+ * maxLockTtl counted from the epoch's first call, or its negative: counted from the restart.
+ */
+export function quarantineMsOf(settings: Pick<Settings, 'quarantine' | 'maxLockTtl'>): number {
+  if (settings.quarantine === false) return 0;
+  return settings.quarantine === 'from-restart' ? -settings.maxLockTtl : settings.maxLockTtl;
 }

@@ -7,7 +7,7 @@ import { deadlineOf, driftMs } from '../clock/index.js';
 import { channels } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
 import type { AcquireRequest, Member, Open } from '../members/member.js';
-import type { Settings } from '../options/settings.js';
+import { quarantineMsOf, type Settings } from '../options/settings.js';
 import { fenceToken, type Fence, type FenceView } from './fence.js';
 import { rollback } from './release.js';
 import { isLocked, runRound, type RoundResult } from './round.js';
@@ -89,7 +89,7 @@ function acquireSender(resources: readonly string[], request: AcquireRequest, vi
     const sent = handover ? { ...request, handover: { ...handover, stamp: memberStamp(handover.stamp, index) } } : request;
     const answer = member.acquire(resources, sent, open).then((vote) => {
       // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
-      if (request.quarantineMs > 0 && vote.epoch?.settled) view.epochs[index] = vote.epoch.id;
+      if (request.quarantineMs !== 0 && vote.epoch?.settled) view.epochs[index] = vote.epoch.id;
       if (vote.fence && (vote.vote === 'locked' || vote.vote === 'quarantined')) view.readings[index] = vote.fence;
       if (vote.vote === 'quarantined' && channels.quarantine.hasSubscribers)
         channels.quarantine.publish({ member: member.id, quarantinedForMs: vote.quarantinedForMs!, notCounting: vote.notCounting });
@@ -121,7 +121,7 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
   const { members, quorum, settings, resources, ttl, fencing, signal, handover } = attempt;
   const { clock } = settings;
   const value = attempt.shared ? sharedName(newLockValue()) : newLockValue();
-  const request: AcquireRequest = { value, ttlMs: ttl, waiter: attempt.waiter, quarantineMs: settings.quarantine ? settings.maxLockTtl : 0, fencing, handover };
+  const request: AcquireRequest = { value, ttlMs: ttl, waiter: attempt.waiter, quarantineMs: quarantineMsOf(settings), fencing, handover };
   const view: FenceView = { readings: [], epochs: [] };
   const held = { members, quorum, settings, resources, value };
   let round: RoundResult<LockAnswer>;

@@ -90,15 +90,15 @@ export function allClusterEpochKeys(): string[] {
 
 /**
  * The epoch hash's fields (src/lua/_epoch.lua writes them; trust.lua and _fence.lua read them):
- * id (unique per epoch: TIME to the µs), since (ms, the member's clock: when its quarantine
- * counts from, the data's start as far as the server can prove it), begun (ms: when the epoch
- * was recorded; absent in epochs recorded before 0.2, where since is it), run_id and replid (the
+ * id (unique per epoch: TIME to the µs), since (ms, the member's clock: when it began), restart
+ * (ms: the process start, where the server proved it bounds every forgotten lock: the quarantine
+ * of clients that chose 'from-restart' counts from it), run_id and replid (the
  * data's lineage), evicted (INFO stats evicted_keys when the epoch began: an eviction since ends
  * it for the scripts that grant on a key's absence), replaced ('1': the epoch replaced one of
  * another lineage, rather than beginning on a member with no hash), genesis ('1': declared brand new), floor (every resource's counter is at
  * least this), max (the highest counter or floor). Each resource's counter is `fence:<name>`.
  */
-export const EPOCH_FIELDS = ['id', 'since', 'begun', 'run_id', 'replid', 'evicted', 'replaced', 'genesis', 'floor', 'max'] as const;
+export const EPOCH_FIELDS = ['id', 'since', 'restart', 'run_id', 'replid', 'evicted', 'replaced', 'genesis', 'floor', 'max'] as const;
 export type EpochFields = Partial<Record<(typeof EPOCH_FIELDS)[number], string>>;
 
 /** HMGET epoch ...EPOCH_FIELDS → an object. */
@@ -221,8 +221,8 @@ export const listenerChannel = (listener: string): string => `${RESERVED_PREFIX}
 export function isUntouchedGenesis(hash: Record<string, string>, runId: string, replid: string): boolean {
   const names = Object.keys(hash);
   const expected: readonly string[] = ['id', 'since', 'run_id', 'replid', 'evicted', 'genesis'] satisfies (typeof EPOCH_FIELDS)[number][];
-  // begun: recorded by 0.2 and later.
-  const count = 'begun' in hash ? expected.length + 1 : expected.length;
+  // restart: where the server proved one (_epoch.lua).
+  const count = 'restart' in hash ? expected.length + 1 : expected.length;
   return names.length === count && expected.every((name) => name in hash) && hash.genesis === '1' && hash.run_id === runId && hash.replid === replid;
 }
 

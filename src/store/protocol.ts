@@ -63,7 +63,7 @@ export interface AcquireRequest {
   value: string;
   ttlMs: number;
   waiter: Waiter;
-  /** 0 = quarantine off. */
+  /** 0 = quarantine off; negative: counted from the restart (options/settings.ts, quarantineMsOf). */
   quarantineMs: number;
   fencing: boolean;
   /** Only in line, for one resource, exclusive and unfenced (quorum/handover.ts). */

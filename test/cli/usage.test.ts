@@ -6,12 +6,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { parseDuration } from '../../src/cli/duration.js';
 import { UsageError } from '../../src/cli/errors.js';
 import { parseMembers, redact } from '../../src/cli/members.js';
-import { cli, nodeCommand } from './spawn.js';
+import { bundleCli, cli, nodeCommand } from './spawn.js';
 
 describe('parsing', () => {
   it('reads durations in ms, s, m and h (a bare number only as 0), and names the flag when it cannot', () => {

@@ -1,9 +1,10 @@
 /**
- * The restart quarantine counts from the restart, not from the first lock after it: a member
- * restarted and left idle (no client connected, as at night between cron runs) is ready
- * maxLockTtl after its restart, whoever connects first (src/lua/_epoch.lua, dataSince). Where
- * the server cannot prove that its data is all from before its start (another application's
- * script ran first), the quarantine counts from the first call, as before.
+ * quarantine: 'from-restart': the restart quarantine counts from the restart, not from the first
+ * lock after it, so a member restarted and left idle (no client connected, as at night between
+ * cron runs) is ready maxLockTtl after its restart, whoever connects first (src/lua/_epoch.lua,
+ * restartedAt). Where the server cannot prove that no lock was granted since its start (another
+ * application's script ran first), it counts from the first call. The default counts from the
+ * first call always: the server cannot prove that no standby took over the member's address.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -45,11 +46,11 @@ afterAll(async () => {
 });
 
 /** A cron run: its own clients, one lock, then gone. */
-async function cronRun(resource: string): Promise<Awaited<ReturnType<Redlock['acquire']>>['votes']> {
+async function cronRun(resource: string, quarantine: true | 'from-restart' = 'from-restart'): Promise<Awaited<ReturnType<Redlock['acquire']>>['votes']> {
   const clients = set.masters.map(client);
   // A few retries, as a cron job has: a new process's first calls also connect and load the
   // scripts, which on a busy machine can outlast one attempt's 50 ms per member.
-  const redlock = new Redlock(clients, { retryCount: 3, maxLockTtl: MAX_LOCK_TTL });
+  const redlock = new Redlock(clients, { retryCount: 3, maxLockTtl: MAX_LOCK_TTL, quarantine });
   try {
     const lock = await redlock.acquire(resource, MAX_LOCK_TTL);
     await lock.release();
@@ -88,37 +89,46 @@ it('a rolling restart with no lock in between: the next run locks at once, excep
     await sleep(MAX_LOCK_TTL + 1_200); // + the second uptime_in_seconds may be short by, and a margin
   }
 
-  // A fresh process: members 0 and 1 count at once; member 2 begins its epoch now, quarantined.
+  // A client that counts from the first call (the default) waits out the quarantine everywhere,
+  // from this first call: the epochs begin now.
+  const cautious = await cronRun(fresh('default-after-rolling-restart'), true).then(
+    () => 'locked',
+    (error: { outcome?: string }) => error.outcome,
+  );
+  expect(cautious).toBe('quarantined');
+
+  // A fresh process counting from the restart: members 0 and 1 count at once; member 2, where
+  // another script ran first, is quarantined from the first call.
   const votes = await cronRun(fresh('after-rolling-restart'));
   // (Member 2's answer may come after the decision: then it shows as pending, never as a yes.)
   expect(votes.slice(0, 2).map((vote) => vote.vote)).toEqual(['locked', 'locked']);
   expect(['quarantined', 'pending']).toContain(votes[2]!.vote);
 
-  // What each member recorded: members 0 and 1 date their data from their restart (to the
-  // second, never before it), member 2 from the first call of ours.
+  // What each member recorded: members 0 and 1 their process start (to the second, never before
+  // it), beside the epoch's own start; member 2 no restart it could prove.
   const readers = set.masters.map(client);
   try {
     const epochs = await Promise.all(readers.map((c) => c.hgetall(EPOCH_KEY)));
     for (const index of [0, 1]) {
-      const { since, begun } = epochs[index]!;
-      expect(Number(since)).toBeLessThan(Number(begun));
-      // Its process start (to the second, never before it), which came shortly before restart() returned.
-      expect(Number(since)).toBeGreaterThanOrEqual(restartedAt[index]! - 3_000);
-      expect(Number(since)).toBeLessThanOrEqual(restartedAt[index]! + 1_000);
+      const { since, restart } = epochs[index]!;
+      expect(Number(restart)).toBeLessThan(Number(since));
+      // Its process start, which came shortly before restart() returned.
+      expect(Number(restart)).toBeGreaterThanOrEqual(restartedAt[index]! - 3_000);
+      expect(Number(restart)).toBeLessThanOrEqual(restartedAt[index]! + 1_000);
     }
-    expect(epochs[2]!.since).toBe(epochs[2]!.begun);
+    expect(epochs[2]!.restart).toBeUndefined();
   } finally {
     for (const c of readers) c.disconnect();
   }
 });
 
-it('a member restarted just before a lock is still quarantined for maxLockTtl from its restart', async () => {
+it('counted from the restart, a member restarted just before a lock is still quarantined', async () => {
   await set.masters[0]!.restart();
   await set.masters[1]!.restart();
   // At once: two of three members are in their quarantine, so no majority.
   const clients = set.masters.map(client);
   await Promise.all(clients.map((c) => c.ping()));
-  const redlock = new Redlock(clients, { retryCount: 3, maxLockTtl: MAX_LOCK_TTL });
+  const redlock = new Redlock(clients, { retryCount: 3, maxLockTtl: MAX_LOCK_TTL, quarantine: 'from-restart' });
   try {
     const error = await redlock.acquire(fresh('right-after'), 1_000).then(
       () => undefined,
