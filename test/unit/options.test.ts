@@ -411,8 +411,9 @@ describe('ttl (checkTtl)', () => {
       run: () => checkSettings({ quarantine: 'no' as never }),
       kind: TypeError,
       parameter: 'quarantine',
-      says: ['true or false'],
+      says: ["true, false or 'from-restart'", 'got "no"'],
     });
+    expect(checkSettings({ quarantine: 'from-restart' }).quarantine).toBe('from-restart');
   });
 
   it('names another parameter when asked to', () => {
