@@ -89,3 +89,22 @@ export function redlocksOn(servers: () => TestMasters): { client(options?: Redlo
     },
   };
 }
+
+/**
+ * redis-server arguments for masters whose every write survives a crash (AOF, fsync always), each
+ * with its own file in `directory`: a restart brings their keys and epoch hash back from disk.
+ */
+export const appendOnly =
+  (directory: string) =>
+  (port: number): string[] => [
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    'always',
+    '--dir',
+    directory,
+    '--appendfilename',
+    `aof-${port}.aof`,
+    '--appenddirname',
+    `aof-${port}`,
+  ];

@@ -14,7 +14,7 @@ import { Redlock } from '../../src/index.js';
 import { EPOCH_KEY } from '../../src/store/keys.js';
 import { processBackend } from '../harness/process.js';
 import type { MasterSet } from '../harness/types.js';
-import { client, trust } from './masters.js';
+import { appendOnly, client, trust } from './masters.js';
 import { fresh, sleep } from './util.js';
 
 const MAX_LOCK_TTL = 2_000;
@@ -26,18 +26,7 @@ beforeAll(async () => {
   // and epoch hash, the harder case (the hash names another run id).
   directory = await mkdtemp(join(tmpdir(), 'quorumlock-idle-'));
   set = await processBackend.start(3, {
-    args: (port) => [
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-      '--dir',
-      directory,
-      '--appendfilename',
-      `aof-${port}.aof`,
-      '--appenddirname',
-      `aof-${port}`,
-    ],
+    args: appendOnly(directory),
   });
 });
 afterAll(async () => {

@@ -9,7 +9,7 @@ import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fencedWrite, LockAcquireError, Redlock, type Lock } from '../../src/index.js';
 import { processBackend } from '../harness/process.js';
-import { client, startTestMasters, trust, type TestMasters } from './masters.js';
+import { appendOnly, client, startTestMasters, trust, type TestMasters } from './masters.js';
 import { errorOf, eventually, fresh, sleep } from './util.js';
 
 let servers: TestMasters;
@@ -101,18 +101,7 @@ describe('restart quarantine', () => {
     // a new epoch, recognised by its run id, whatever its data looks like.
     const directory = await mkdtemp(join(tmpdir(), 'quorumlock-aof-'));
     const set = await processBackend.start(3, {
-      args: (port) => [
-        '--appendonly',
-        'yes',
-        '--appendfsync',
-        'always',
-        '--dir',
-        directory,
-        '--appendfilename',
-        `aof-${port}.aof`,
-        '--appenddirname',
-        `aof-${port}`,
-      ],
+      args: appendOnly(directory),
     });
     const clients = set.masters.map(client);
     try {
