@@ -21,6 +21,29 @@ import { startWatchdog } from './watchdog.js';
 /** The signals run and elect forward to their command (and that end a wait before it runs). */
 export const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
+/**
+ * Job control. The command runs in a session of its own (watchdog.ts), so a terminal's Ctrl-Z
+ * (SIGTSTP; SIGTTIN and SIGTTOU alike) reaches quorumlock alone: stopped, it extends nothing, and
+ * the command would run on past the lock's end beside the next holder. So the command's group is
+ * stopped first, then quorumlock; SIGCONT (fg, bg) continues the group. A lock that ran out
+ * meanwhile is lost at the next extension, as after any stall, and the command is stopped.
+ * Returns the function that removes the handlers.
+ */
+export function followJobControl(running: () => RunningChild | undefined): () => void {
+  const stop = () => {
+    running()?.signal('SIGSTOP');
+    process.kill(process.pid, 'SIGSTOP');
+  };
+  const resume = () => running()?.signal('SIGCONT');
+  for (const signal of JOB_STOPS) process.on(signal, stop);
+  process.on('SIGCONT', resume);
+  return () => {
+    for (const signal of JOB_STOPS) process.off(signal, stop);
+    process.off('SIGCONT', resume);
+  };
+}
+const JOB_STOPS = ['SIGTSTP', 'SIGTTIN', 'SIGTTOU'] as const;
+
 export const signalCode = (signal: NodeJS.Signals) => 128 + (constants.signals[signal] ?? 0);
 
 /** SIGKILL goes out this long before the deadline, so that it lands (and the process dies) by then. */

@@ -17,7 +17,7 @@ import { LeadershipLostError, Redlock, type Leadership } from '../index.js';
 import { defaults } from '../options/settings.js';
 import { EXTEND_SHARE } from '../election/leadership.js';
 import { watchCampaign } from './campaign-wait.js';
-import { FORWARDED, signalCode, spawnChild, SpawnError, type ChildLock, type RunningChild } from './child.js';
+import { followJobControl, FORWARDED, signalCode, spawnChild, SpawnError, type ChildLock, type RunningChild } from './child.js';
 import { formatMs, parseDuration } from './duration.js';
 import { EXIT, UsageError } from './errors.js';
 import { connect, parseMembers, readTls, type MemberUrl, type Tls } from './members.js';
@@ -117,6 +117,7 @@ export async function elect(options: ElectOptions): Promise<number> {
     else campaigning.abort(new Error(`interrupted by ${signal}`));
   };
   for (const signal of FORWARDED) process.on(signal, onSignal);
+  const stopFollowing = followJobControl(() => running);
   const waiting = watchCampaign({
     election: options.name,
     names: options.members.map((member) => member.name),
@@ -208,6 +209,7 @@ export async function elect(options: ElectOptions): Promise<number> {
   } finally {
     waiting.stop();
     for (const signal of FORWARDED) process.off(signal, onSignal);
+    stopFollowing();
     await redlock.quit();
     connected.close();
   }

@@ -6,7 +6,7 @@ import { keepExtended } from '../lock/keep-extended.js';
 import { checkExtendThreshold, minTtl } from '../options/check.js';
 import { defaults } from '../options/settings.js';
 import { describeVotes, type MemberVote } from '../quorum/votes.js';
-import { extensionThreshold, FORWARDED, signalCode, spawnChild, SpawnError, type RunningChild, type Stopping } from './child.js';
+import { extensionThreshold, followJobControl, FORWARDED, signalCode, spawnChild, SpawnError, type RunningChild, type Stopping } from './child.js';
 import { formatMs } from './duration.js';
 import { EXIT, RESERVED_EXIT_CODES } from './errors.js';
 import { memberStates, statesText, waitReason, type MemberState } from './member-state.js';
@@ -120,6 +120,7 @@ export async function run(options: RunOptions): Promise<number> {
     }
   };
   for (const signal of FORWARDED) process.on(signal, onSignal);
+  const stopFollowing = followJobControl(() => running);
 
   const started = performance.now();
   const clearLine = liveLine(options, () => waitReason(votes.acquire()));
@@ -173,6 +174,7 @@ export async function run(options: RunOptions): Promise<number> {
     clearLine();
     votes.stop();
     for (const signal of FORWARDED) process.off(signal, onSignal);
+    stopFollowing();
     await redlock.quit();
     connected.close();
   }

@@ -8,6 +8,7 @@
  * which CI containers (and this development VM) lack. What systemd judges is tested instead: the
  * main process dies by SIGTERM (`signal === 'SIGTERM'`, not exit 143), with the lock released.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resourceKeys } from '../../src/store/keys.js';
 import type { TestMasters } from '../integration/masters.js';
@@ -34,7 +35,32 @@ async function pidsOf(cli: Cli): Promise<{ shell: number; grandchild: number }> 
 
 const gone = (...pids: number[]) => pids.every((pid) => !alive(pid));
 
+/** A process's state letter from /proc (T: stopped), '' once it is gone. */
+function stateOf(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return '';
+  }
+}
+
 describe('the command and everything it starts stop with the lock', () => {
+  it('run stopped by job control (Ctrl-Z: SIGTSTP) stops its command and grandchild with it; SIGCONT continues all', async () => {
+    const holder = await builtCli(['run', '--members', members, '--resource', 'group-tstp', '--ttl', '5s', ...WITH_GRANDCHILD]);
+    const { shell, grandchild } = await pidsOf(holder);
+    const pid = holder.child.pid!;
+    // The terminal signals quorumlock's group only: the command, in its own session, hears nothing.
+    process.kill(pid, 'SIGTSTP');
+    await within(10_000, () => [pid, shell, grandchild].every((each) => stateOf(each) === 'T'), 'quorumlock, the command and its grandchild stopped');
+    process.kill(pid, 'SIGCONT');
+    await within(10_000, () => [pid, shell, grandchild].every((each) => stateOf(each) !== 'T'), 'all three running again');
+    holder.child.kill('SIGTERM');
+    const done = await holder.done;
+    expect(done.signal).toBe('SIGTERM');
+    expect(gone(shell, grandchild)).toBe(true);
+  });
+
   it('run: a lost lock stops the grandchild too, not only the direct child', async () => {
     const holder = await builtCli(['run', '--members', members, '--resource', 'group-lost', '--ttl', '2s', '--json', ...WITH_GRANDCHILD]);
     const { shell, grandchild } = await pidsOf(holder);
