@@ -229,7 +229,9 @@ export class Redlock {
    * Owner-only, like `lock.release()`: each member deletes only keys that still hold `value`
    * (a shared lock's value: only its reader entry), so a wrong or stale value releases nothing and
    * its votes read 'absent'. Resolves like `lock.release()`: `freed` when a quorum confirmed no key
-   * holds `value` there any more; never throws for members that are down. Unlike `lock.release()`
+   * holds `value` there any more (true of a wrong value too: a 'released' vote shows a deletion);
+   * never throws for members that are down. Pass all of `lock.resources`: members do not know
+   * which resources one lock spans, so a release of some frees only those. Unlike `lock.release()`
    * it knows no lockId (so publishes no `release` event; the Lock, where it lives, never learns),
    * and waits in line places or hand-overs the acquirer kept are left to expire by their leases.
    * Checks `resources` and `value` (it must look like a `lock.value`) before any network call.
