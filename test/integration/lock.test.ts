@@ -146,7 +146,10 @@ describe('acquire', () => {
   });
 
   it('fails fast when members are down (killed); once they restart empty they sit out a quarantine, then count again', async () => {
-    const maxLockTtl = 1_000;
+    // Long enough to outlast a reconnect: the epoch begins when the first client of ours is ready
+    // again (it reads the epoch then: src/members/epochs.ts), which on the container backend can
+    // be a second or more before the acquire below.
+    const maxLockTtl = 4_000;
     const resource = fresh('killed');
     // The acquires sent to the dead members wait in their clients' offline queue, and ioredis
     // sends them to the restarted processes (docs/internals.md#re-send-after-reconnect): the first of them to run would start
