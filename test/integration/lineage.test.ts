@@ -156,9 +156,13 @@ describe('eviction', () => {
     try {
       await trust([evicting]);
       const resource = fresh('evicted');
+      const aClients = [servers.connect()[0]!, servers.connect()[1]!, client(evictingSet.masters[0]!)];
+      const aRedlock = new Redlock(aClients, { retryCount: 0 });
+      // Connected, and each epoch read (sent at 'ready', before the PING): one attempt with no
+      // retry must not spend its 50 ms per member on connecting (a busy machine takes longer).
+      await Promise.all(aClients.map((c) => c.ping()));
       // m1 is busy with another owner's short-lived key, so A's quorum is m0 and the evicting member.
       await servers.clients[1]!.set(resource, 'another owner', 'PX', 300);
-      const aRedlock = new Redlock([servers.connect()[0]!, servers.connect()[1]!, client(evictingSet.masters[0]!)], { retryCount: 0 });
       const aResult = await aRedlock.acquire(resource, 20_000).catch((error: unknown) => error);
       // Memory pressure: keys with a TTL are what volatile-lru evicts.
       const filler = 'x'.repeat(50_000);
