@@ -115,7 +115,7 @@ export interface Settings {
   clock: Clock;
   /** RedlockOptions.maxLockTtl: the longest ttl, and the restart quarantine's length. */
   maxLockTtl: number;
-  /** RedlockOptions.quarantine: false only to demonstrate the hazard it prevents. */
+  /** RedlockOptions.quarantine: when a restart quarantine counts from (quarantineMsOf); false only to demonstrate the hazard. */
   quarantine: boolean | 'from-restart';
   /** RedlockOptions.maxReentrancy: 0 = reentrancy off. */
   maxReentrancy: number;

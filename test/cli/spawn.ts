@@ -64,14 +64,20 @@ export async function builtCli(args: string[], env: NodeJS.ProcessEnv = {}): Pro
   return spawnCli(process.execPath, [await builtBin(), ...args], env);
 }
 
-/** Whether process `pid` runs: not gone, and not a zombie (a killed orphan waits for init to reap it). */
-export function alive(pid: number): boolean {
+/** A process's state letter from /proc/<pid>/stat (R, S, T: stopped, Z: zombie, ...), '' once it is gone. */
+export function stateOf(pid: number): string {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+    // "pid (comm) state ...": comm may hold spaces and parentheses, so read after the last ")".
+    return stat.charAt(stat.lastIndexOf(')') + 2);
   } catch {
-    return false;
+    return '';
   }
+}
+
+/** Whether process `pid` runs: not gone, and not a zombie (a killed orphan waits for init to reap it). */
+export function alive(pid: number): boolean {
+  return !['', 'Z', 'X'].includes(stateOf(pid));
 }
 
 /** Resolves with the ms it took once `condition()` holds, polled every 5 ms; rejects after `timeoutMs`. */

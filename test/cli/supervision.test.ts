@@ -8,11 +8,10 @@
  * which CI containers (and this development VM) lack. What systemd judges is tested instead: the
  * main process dies by SIGTERM (`signal === 'SIGTERM'`, not exit 143), with the lock released.
  */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resourceKeys } from '../../src/store/keys.js';
 import type { TestMasters } from '../integration/masters.js';
-import { alive, builtBin, builtCli, events, removeBuiltBin, within, withMasters, type Cli } from './spawn.js';
+import { alive, builtBin, builtCli, events, removeBuiltBin, stateOf, within, withMasters, type Cli } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -34,16 +33,6 @@ async function pidsOf(cli: Cli): Promise<{ shell: number; grandchild: number }> 
 }
 
 const gone = (...pids: number[]) => pids.every((pid) => !alive(pid));
-
-/** A process's state letter from /proc (T: stopped), '' once it is gone. */
-function stateOf(pid: number): string {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return '';
-  }
-}
 
 describe('the command and everything it starts stop with the lock', () => {
   it('run stopped by job control (Ctrl-Z: SIGTSTP) stops its command and grandchild with it; SIGCONT continues all', async () => {

@@ -696,16 +696,7 @@ export async function runPlan(plan: Plan, options: RunOptions = {}): Promise<Out
   const handouts: (Handout & { lock?: Lock })[] = [];
   const failures: Record<string, number> = {};
   const violations: string[] = [];
-  const stats: Stats = {
-    knownGaps: {},
-    operatorCalls: 0,
-    misuse: 0,
-    trustWrites: 0,
-    trustRefused: 0,
-    operatorErrors: {},
-    firstLocksOfLateClients: 0,
-    locksWithAlias: 0,
-  };
+  const stats = emptyStats();
   const random = Math.random;
   Math.random = seeded(plan.seed);
 
