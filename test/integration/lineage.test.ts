@@ -17,7 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockAcquireError, Redlock, type Lock } from '../../src/index.js';
 import { processBackend } from '../harness/process.js';
 import { client, startTestMasters, trust, type TestMasters } from './masters.js';
-import { errorOf, fresh, sleep } from './util.js';
+import { connected, errorOf, fresh, sleep } from './util.js';
 
 let servers: TestMasters;
 
@@ -200,7 +200,7 @@ describe('one server under two addresses', () => {
     twice.on('error', () => {});
     try {
       const redlock = new Redlock([servers.connect()[0]!, twice, servers.connect()[1]!], { retryCount: 0 });
-      while (redlock.members.some((member) => member.role === undefined)) await sleep(5);
+      await connected(redlock);
       expect(redlock.members[1]!.notCounting).toMatch(/the same server as/);
       const lock = await redlock.acquire(fresh('twice'), 2_000);
       await servers.masters[1]!.pause();
@@ -221,7 +221,8 @@ describe('operator actions and maintenance', () => {
     await Promise.all(servers.clients.map(drained));
     // An operator trusts with a short maxLockTtl; a service uses a 1 h one.
     await new Redlock(servers.clients, { maxLockTtl: 1_000 }).trustMembers();
-    const lock = await new Redlock(servers.connect(), { retryCount: 0, maxLockTtl: 3_600_000 }).acquire(fresh('trusted'), 1_000);
+    const service = await connected(new Redlock(servers.connect(), { retryCount: 0, maxLockTtl: 3_600_000 }));
+    const lock = await service.acquire(fresh('trusted'), 1_000);
     expect(lock.votes.filter((vote) => vote.vote === 'quarantined')).toEqual([]);
     await lock.release();
   });

@@ -12,7 +12,7 @@ import { Redlock } from '../../src/index.js';
 import { TcpProxy } from '../chaos/proxy.js';
 import { contextOf } from '../../src/redlock.js';
 import { startTestMasters, trust, type TestMasters } from './masters.js';
-import { eventually, fresh, scriptCalls } from './util.js';
+import { connected, eventually, fresh, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 beforeAll(async () => {
@@ -91,7 +91,7 @@ it('the second run of an acquire ioredis re-sent after a reconnect finds the fir
 });
 
 it('a late copy of a won acquire (a delayed link delivers it after the win) leaves the holder its key: nobody else gets the lock', async () => {
-  const redlock = new Redlock(servers.connect(), { retryCount: 0 });
+  const redlock = await connected(new Redlock(servers.connect(), { retryCount: 0 }));
   const other = new Redlock(servers.connect(), { retryCount: 0 });
   const resource = fresh('late-copy');
   await servers.clients[2]!.set(resource, 'another owner', 'PX', 60_000);

@@ -1,7 +1,7 @@
 /** Small helpers shared by the integration tests. */
 import type Redis from 'ioredis';
 import { expect } from 'vitest';
-import { LockAcquireError } from '../../src/index.js';
+import { LockAcquireError, type Redlock } from '../../src/index.js';
 import { resourceKeys, waiterChannel } from '../../src/store/keys.js';
 
 let counter = 0;
@@ -31,6 +31,16 @@ export async function eventually<T>(attempt: () => Promise<T>, timeoutMs = 5000)
       await sleep(50);
     }
   }
+}
+
+/**
+ * Resolves `redlock` once every member has connected and read its server (its role is known). A
+ * test whose one attempt (retryCount 0) must win waits for this first: a new connection on a busy
+ * machine can take longer than the attempt's nodeTimeout.
+ */
+export async function connected(redlock: Redlock): Promise<Redlock> {
+  await eventually(async () => expect(redlock.members.filter((member) => member.role === undefined)).toEqual([]), 10_000);
+  return redlock;
 }
 
 /** Calls of the scripts on one member, from Redis' own command statistics. */

@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockAcquireError, Redlock, type Lock } from '../../src/index.js';
 import { TcpProxy } from '../chaos/proxy.js';
 import { startTestMasters, type TestMasters } from './masters.js';
-import { eventually, fresh, sleep } from './util.js';
+import { connected, eventually, fresh, sleep } from './util.js';
 
 let servers: TestMasters;
 beforeAll(async () => {
@@ -211,7 +211,7 @@ describe('operator calls, bounded and bound', () => {
    */
   it('a Redlock made while a client is reconnecting does not trust the process it reconnects to', async () => {
     const resource = fresh('reconnecting');
-    const holder = await new Redlock(servers.connect(), { retryCount: 0 }).acquire(resource, 20_000);
+    const holder = await (await connected(new Redlock(servers.connect(), { retryCount: 0 }))).acquire(resource, 20_000);
     await servers.clients[0]!.del(resource); // the lock rests on m1 and m2 only
     const clients = [connect(0), connect(1), connect(2)];
     await Promise.all(clients.map((r) => r.ping()));
