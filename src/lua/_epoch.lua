@@ -1,7 +1,7 @@
 -- The member's epoch: since when this server has held the data it holds, kept in a hash with what
 -- identifies that data's lineage (currentEpoch), and how much of its quarantine is left
 -- (quarantineLeft).
--- Provides: BOUND_RUN_ID, infoField, scriptedWrites, restartedAt, currentEpoch, quarantineLeft
+-- Provides: BOUND_RUN_ID, infoField, serverInfo, scriptedWrites, restartedAt, currentEpoch, quarantineLeft
 -- Needs: _compat.lua (unpack), _time.lua (now, nowMs, readTime, time)
 
 -- The run id of the process this script text was loaded into, when the client loaded a copy of
@@ -23,6 +23,20 @@ local function infoField(info, field)
   -- Lines end in \r\n; a last line without one runs to the end of the text.
   local stop = string.find(info, '\r', from, true) or string.find(info, '\n', from, true) or #info + 1
   return string.sub(info, from, stop - 1)
+end
+
+-- INFO's replication section, with its stats section too when `stats`. A bound copy runs only on
+-- a server whose INFO takes several sections in one call (Redis >= 7, Valkey: binding.ts,
+-- canBind), which saves a second INFO (~3 us of the acquire's binding); the generic script, which
+-- may run on Redis 6 or KeyDB (one section per call), makes two.
+local function serverInfo(stats)
+  if not stats then
+    return redis.call('INFO', 'replication')
+  end
+  if BOUND_RUN_ID then
+    return redis.call('INFO', 'replication', 'stats')
+  end
+  return redis.call('INFO', 'replication') .. redis.call('INFO', 'stats')
 end
 
 -- Script calls that succeeded (or keys restored) on this process, by INFO commandstats; nil
@@ -94,16 +108,16 @@ end
 -- that ioredis re-sent to a new process, or that a delayed link delivered late, from acting
 -- there as if in the epoch it was meant for.
 local function currentEpoch(epoch, evictions)
-  local replication = redis.call('INFO', 'replication')
-  if infoField(replication, 'role') ~= 'master' then
+  local info = serverInfo(evictions)
+  if infoField(info, 'role') ~= 'master' then
     return nil
   end
-  local runId, replid = BOUND_RUN_ID or infoField(redis.call('INFO', 'server'), 'run_id'), infoField(replication, 'master_replid')
+  local runId, replid = BOUND_RUN_ID or infoField(redis.call('INFO', 'server'), 'run_id'), infoField(info, 'master_replid')
   local id, since, owner, lineage, evicted = unpack(redis.call('HMGET', epoch, 'id', 'since', 'run_id', 'replid', 'evicted'))
   local replaced = id
   local evictedNow
-  if evictions or not id then
-    evictedNow = infoField(redis.call('INFO', 'stats'), 'evicted_keys')
+  if evictions then
+    evictedNow = infoField(info, 'evicted_keys')
   end
   if id and owner == runId and lineage == replid then
     -- An epoch begun before quorumlock counted evictions (0.1.x) starts counting now.
@@ -125,7 +139,7 @@ local function currentEpoch(epoch, evictions)
   id = time[1] .. string.format('%06d', tonumber(time[2]))
   since = tostring(nowMs)
   redis.call('HSET', epoch, 'id', id, 'since', since, 'run_id', runId, 'replid', replid, 'evicted', evictedNow)
-  local restart = restartedAt(replication)
+  local restart = restartedAt(info)
   if restart then
     redis.call('HSET', epoch, 'restart', restart)
   end

@@ -21,9 +21,20 @@ local n = resourceCount(0)
 if not n then
   return malformed(' and the epoch key')
 end
+local value, leaving, abandoned = ARGV[1], ARGV[2] or '', ARGV[3] or ''
+-- The uncontended release: one resource, an exclusive hold, no place in line and nothing handed
+-- over late, and no line of waiters here (so nobody to wake). It makes the calls the full path
+-- below would make and returns what it would, before the definitions only a line needs are made
+-- (about 1.5 us a call).
+if n == 1 and leaving == '' and abandoned == '' and not isShared(value) and redis.call('EXISTS', KEYS[2]) == 0 then
+  if redis.pcall('GET', KEYS[1]) ~= value then
+    return 0
+  end
+  redis.call('DEL', KEYS[1])
+  return 1
+end
 -- #include _readers.lua
 -- #include _wake.lua
-local value, leaving, abandoned = ARGV[1], ARGV[2] or '', ARGV[3] or ''
 
 -- Deletes the hold of `value` on resource i: its lock key, or for a shared value its reader entry
 -- (live or not). Whether there was one.

@@ -1,0 +1,102 @@
+/**
+ * npx tsx bench/script-cost.ts [--cycles 5000] [--rounds 5] [--peer]
+ *
+ * The server's share of one uncontended lock, per call, on one local redis-server: N acquires
+ * (distinct keys, each held), then their N releases, each phase alone after CONFIG RESETSTAT;
+ * INFO commandstats gives µs per script call and the commands run inside it (listed again under
+ * their own names). Median of --rounds. With --peer, node-redlock 4's scripts beside it on the
+ * same server. A quick loop for script work; `npm run bench` (figure 7) is the side-by-side.
+ */
+import Redis from 'ioredis';
+import { createRequire } from 'node:module';
+import { parseArgs } from 'node:util';
+import { processBackend } from '../test/harness/process.js';
+import { quorumlock } from './quorumlock.js';
+
+const { values } = parseArgs({
+  options: { cycles: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '5' }, peer: { type: 'boolean', default: false } },
+});
+const cycles = Number(values.cycles);
+const rounds = Number(values.rounds);
+
+type Stats = Map<string, { calls: number; usec: number }>;
+async function commandstats(admin: Redis): Promise<Stats> {
+  const stats: Stats = new Map();
+  for (const [, name, calls, usec] of (await admin.info('commandstats')).matchAll(/cmdstat_([^:]+):calls=(\d+),usec=(\d+)/g))
+    stats.set(name!, { calls: Number(calls), usec: Number(usec) });
+  return stats;
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function phase(admin: Redis, run: () => Promise<void>): Promise<Stats> {
+  await admin.config('RESETSTAT');
+  await run();
+  return commandstats(admin);
+}
+
+const SCRIPT_CALLS = ['evalsha', 'eval'];
+const ADMIN = ['config|resetstat', 'info|commandstats'];
+
+/** µs per script call (median over the samples), and each command run inside the scripts, per call. */
+function describe(label: string, samples: Stats[], calls: number): string {
+  const scripts = (s: Stats) =>
+    SCRIPT_CALLS.reduce((sum, name) => ({ calls: sum.calls + (s.get(name)?.calls ?? 0), usec: sum.usec + (s.get(name)?.usec ?? 0) }), { calls: 0, usec: 0 });
+  const perCall = median(samples.map((s) => scripts(s).usec / scripts(s).calls));
+  const inner = [...samples[0]!.keys()].filter((name) => !SCRIPT_CALLS.includes(name) && !ADMIN.includes(name));
+  const parts = inner.map((name) => {
+    const per = median(samples.map((s) => (s.get(name)?.usec ?? 0) / calls));
+    const count = (samples[0]!.get(name)?.calls ?? 0) / calls;
+    return `${name} ${count.toFixed(1)}× ${per.toFixed(2)} µs`;
+  });
+  return `${label}: ${perCall.toFixed(2)} µs per script call (inside, per call: ${parts.join(', ')})`;
+}
+
+const set = await processBackend.start(1);
+const master = set.masters[0]!;
+const admin = new Redis({ host: master.host, port: master.port });
+const client = new Redis({ host: master.host, port: master.port });
+try {
+  const redlock = new quorumlock.Redlock([client], { retryCount: 0 });
+  await redlock.trustMembers();
+  let key = 0;
+  /** N acquires held, then their N releases, each phase alone; --rounds samples after one warm-up round. */
+  const measure = async <L>(label: string, acquire: (resource: string) => Promise<L>, release: (lock: L) => Promise<unknown>) => {
+    const acquires: Stats[] = [];
+    const releases: Stats[] = [];
+    for (let r = 0; r <= rounds; r++) {
+      const locks: L[] = [];
+      const a = await phase(admin, async () => {
+        for (let i = 0; i < cycles; i++) locks.push(await acquire(`cost:${++key}`));
+      });
+      const b = await phase(admin, async () => {
+        for (const lock of locks) await release(lock);
+      });
+      if (r === 0) continue;
+      acquires.push(a);
+      releases.push(b);
+    }
+    console.log(describe(`${label} acquire`, acquires, cycles));
+    console.log(describe(`${label} release`, releases, cycles));
+  };
+  await measure(
+    'quorumlock',
+    (resource) => redlock.acquire(resource, 60_000),
+    (lock) => lock.release(),
+  );
+  if (values.peer) {
+    type PeerLock = { unlock(): Promise<unknown> };
+    type PeerClass = new (clients: Redis[], options: { retryCount: number }) => { lock(resource: string, ttl: number): Promise<PeerLock> };
+    const Peer = createRequire(import.meta.url)('redlock') as PeerClass;
+    const peer = new Peer([client], { retryCount: 0 });
+    await measure(
+      'node-redlock 4',
+      (resource) => Promise.resolve(peer.lock(resource, 60_000)),
+      (lock) => Promise.resolve(lock.unlock()),
+    );
+  }
+  await redlock.quit().catch(() => undefined);
+} finally {
+  admin.disconnect();
+  client.disconnect();
+  await set.stop();
+}
