@@ -304,7 +304,6 @@ export async function throughput(
 // Contended handoff, for every client: 8 workers, one key, 1 ms holds.
 
 export const WORKERS = 8;
-const HANDOFF_TTL = 1000;
 
 export interface HandoffRound {
   client: PeerName;
@@ -325,12 +324,12 @@ export interface HandoffRound {
   incidents: Incidents;
 }
 
-export async function handoffRound(set: MasterSet, peer: Peer, index: number, o: { seconds: number; limits: Limits }): Promise<HandoffRound> {
+export async function handoffRound(set: MasterSet, peer: Peer, index: number, o: { seconds: number; ttl: number; limits: Limits }): Promise<HandoffRound> {
   const workers = await Promise.all(Array.from({ length: WORKERS }, () => open(set, [peer]).then(([w]) => w!)));
   const inc = incidents();
   const resource = `fig3:${peer.name}:${index}`;
   // Warm-up on another key: loads scripts on every master, so the timed window sees steady state.
-  for (const { locker } of workers) await cycle(locker, `${resource}:warm-up`, HANDOFF_TTL, o.limits, inc);
+  for (const { locker } of workers) await cycle(locker, `${resource}:warm-up`, o.ttl, o.limits, inc);
 
   // Only one worker holds the lock at a time, so the latest release is always the previous holder's.
   let lastRelease: { worker: number; at: number } | undefined;
@@ -351,7 +350,7 @@ export async function handoffRound(set: MasterSet, peer: Peer, index: number, o:
     const { locker } = workers[id]!;
     while (now() < end) {
       const calledAt = now();
-      const acquired = await boundedAcquire(locker, resource, HANDOFF_TTL, o.limits, inc);
+      const acquired = await boundedAcquire(locker, resource, o.ttl, o.limits, inc);
       if (acquired.status === 'hung') {
         inc.hung++;
         continue;

@@ -134,7 +134,7 @@ export function report(r: Results): string {
   if (f.handoff) {
     const first = f.handoff[0];
     out(
-      `## 3. Contended handoff: 8 workers (each its own client and connections) on one key, ttl 1 s, 1 ms holds (${first ? handoff(first.client).rounds : 0} round(s) each, interleaved; medians)`,
+      `## 3. Contended handoff: 8 workers (each its own client and connections) on one key, ttl ${((r.options.handoff as { ttl?: number } | undefined)?.ttl ?? NaN) / 1000} s, 1 ms holds (${first ? handoff(first.client).rounds : 0} round(s) each, interleaved; medians)`,
     );
     out();
     out(

@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --quick] [-- --rss] [-- --only 1,3,7] [-- --cycles 200000] [-- --op-timeout 6000]
+ * npm run bench [-- --quick] [-- --rss] [-- --only 1,3,7] [-- --cycles 200000] [-- --op-timeout 6000] [-- --handoff-ttl 10000]
  *
  * quorumlock against node-redlock v4 (`redlock`), @sesamecare-oss/redlock (the maintained v5 fork),
  * redis-semaphore's RedlockMutex and redlock-universal, each with its default settings, on the same
@@ -10,7 +10,8 @@
  *      counted once every loop has finished its first cycle), with each slice's failed acquires
  *      (rejected or hung) and the bench process's CPU per completed cycle (process.cpuUsage, user +
  *      system, over the same window)
- *   3. contended handoff: 8 workers on one key, 1 ms holds, for every client
+ *   3. contended handoff: 8 workers on one key, 1 ms holds, for every client, at ttl --handoff-ttl
+ *      (default 10000 ms, README's examples)
  *   4. acquire latency with 2 of 5 members paused (SIGSTOP)
  *   5. time to fail one attempt with 3 of 5 paused
  *   6. quorumlock RSS / heap over 1,000,000 cycles at concurrency 128 (full run, or --rss)
@@ -47,6 +48,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     cycles: { type: 'string' },
     'op-timeout': { type: 'string', default: '6000' },
+    'handoff-ttl': { type: 'string', default: '10000' },
   },
 });
 const quick = values.quick;
@@ -57,7 +59,7 @@ const limits: Limits = { opTimeoutMs: Number(values['op-timeout']), maxTroubled:
 const plan = {
   uncontended: { cycles: quick ? 300 : 3000, warmup: quick ? 50 : 200 },
   throughput: { concurrency: [1, 16, 128, 512], sliceMs: quick ? 500 : 3000, rounds: quick ? 1 : 2 },
-  handoff: { seconds: quick ? 2 : 5, rounds: quick ? 1 : 2 },
+  handoff: { seconds: quick ? 2 : 5, rounds: quick ? 1 : 2, ttl: Number(values['handoff-ttl']) },
   twoPaused: { cycles: quick ? 100 : 1000, warmup: quick ? 20 : 100 },
   threePaused: { samples: quick ? 10 : 50 },
   memory: { cycles: values.cycles ? Number(values.cycles) : quick ? 100_000 : 1_000_000, concurrency: 128 },
@@ -114,7 +116,7 @@ await figure(3, 'contended handoff', async () => {
   const rounds: HandoffRound[] = [];
   for (let i = 1; i <= plan.handoff.rounds; i++) {
     for (const peer of CLIENTS) {
-      const row = await handoffRound(set, peer, i, { seconds: plan.handoff.seconds, limits });
+      const row = await handoffRound(set, peer, i, { seconds: plan.handoff.seconds, ttl: plan.handoff.ttl, limits });
       log(
         `  round ${i} ${row.client}: ${row.acquisitions} acquisitions, ${row.toAnotherPct.toFixed(1)} % to another, handoff p50 ${row.handoffMs.p50.toFixed(1)} ms, ${row.failed} failed, drained in ${row.drainedMs.toFixed(0)} ms`,
       );
