@@ -5,7 +5,10 @@
  * (distinct keys, each held), then their N releases, each phase alone after CONFIG RESETSTAT;
  * INFO commandstats gives µs per script call and the commands run inside it (listed again under
  * their own names). Median of --rounds. With --peer, node-redlock 4's scripts beside it on the
- * same server. A quick loop for script work; `npm run bench` (figure 7) is the side-by-side.
+ * same server. With --floor, the floor of any script that keeps quorumlock's per-call checks: the
+ * reads they make (INFO replication and stats in one call, the epoch hash's HMGET) and nothing but
+ * the uncontended acquire's EXISTS and SET, or the release's GET and DEL, called with the same
+ * keys and arguments. A quick loop for script work; `npm run bench` (figure 7) is the side-by-side.
  */
 import Redis from 'ioredis';
 import { createRequire } from 'node:module';
@@ -14,7 +17,12 @@ import { processBackend } from '../test/harness/process.js';
 import { quorumlock } from './quorumlock.js';
 
 const { values } = parseArgs({
-  options: { cycles: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '5' }, peer: { type: 'boolean', default: false } },
+  options: {
+    cycles: { type: 'string', default: '5000' },
+    rounds: { type: 'string', default: '5' },
+    peer: { type: 'boolean', default: false },
+    floor: { type: 'boolean', default: false },
+  },
 });
 const cycles = Number(values.cycles);
 const rounds = Number(values.rounds);
@@ -92,6 +100,34 @@ try {
       'node-redlock 4',
       (resource) => Promise.resolve(peer.lock(resource, 60_000)),
       (lock) => Promise.resolve(lock.unlock()),
+    );
+  }
+  if (values.floor) {
+    const reads =
+      "local info = redis.call('INFO', 'replication', 'stats') local epoch = redis.call('HMGET', KEYS[#KEYS], 'id', 'since', 'run_id', 'replid', 'evicted')";
+    const acquireFloor = (await client.script(
+      'LOAD',
+      `${reads} if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[4]) == 0 then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`,
+    )) as string;
+    const releaseFloor = (await client.script(
+      'LOAD',
+      `${reads} if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) return 1 end return 0`,
+    )) as string;
+    const keysOf = (resource: string) => [
+      resource,
+      `{${resource}}:line`,
+      `{${resource}}:leases`,
+      `{${resource}}:readers`,
+      `{${resource}}:handover`,
+      'quorumlock:epoch',
+    ];
+    await measure(
+      "floor (the checks' reads only)",
+      async (resource) => {
+        await client.evalsha(acquireFloor, 6, ...keysOf(resource), 'epoch', 'value', '60000', 'waiter.1.1', '1', '0', '60000', '0', 'epoch');
+        return resource;
+      },
+      (resource) => client.evalsha(releaseFloor, 6, ...keysOf(resource), 'epoch', 'value'),
     );
   }
   await redlock.quit().catch(() => undefined);

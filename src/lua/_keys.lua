@@ -1,7 +1,7 @@
 -- The layout of KEYS, and what a script shares with the client by name: how many resources a call
 -- names (resourceCount; malformed refuses a wrong count), the shared mark (isShared), and the
 -- channel a waiter listens on (notify).
--- Provides: resourceCount, malformed, SHARED_MARK, isShared, WAITER_CHANNEL, notify
+-- Provides: resourceCount, malformed, SHARED_MARK, isShared, WAITER_CHANNEL, channelOf, notify, listening
 -- Needs: nothing
 
 -- KEYS hold 5 keys per resource: the n lock keys, then their n line keys, then their n lease
@@ -33,25 +33,41 @@ end
 -- The prefix of the channel a waiter listens on (keys.ts, waiterChannel).
 local WAITER_CHANNEL = 'quorumlock:waiter:'
 
--- Tells `waiter` that it is first in line for `lock`: on its listener's channel (the id up to its
--- last '.', without SHARED_MARK: keys.ts, waiterChannel), the message its id, or with `stamp`
--- "<id> <stamp>": the lock was handed to it, by its handover request of that stamp (_wake.lua;
--- protocol.ts, readWaiterMessage). A waiter of a quorumlock before per-Redlock channels (0.1.0: its
--- id is `<process>.<n>`, one '.') listens on a channel of its own, for the lock key: it is told
--- so, and a rolling upgrade still wakes it (it never asks for a handover).
-local function notify(waiter, lock, stamp)
+-- The channel `waiter` listens on: its listener's (the id up to its last '.', without
+-- SHARED_MARK: keys.ts, waiterChannel); and true for a waiter of a quorumlock before per-Redlock
+-- channels (0.1.0: its id is `<process>.<n>`, one '.'), which listens on a channel of its own.
+local function channelOf(waiter)
   local id = waiter
   if isShared(id) then
     id = string.sub(id, #SHARED_MARK + 1)
   end
   local listener = string.match(id, '^(.*)%.[^.]*$') or id
   if not string.find(listener, '.', 1, true) then
-    redis.call('PUBLISH', WAITER_CHANNEL .. waiter, lock)
-    return
+    return WAITER_CHANNEL .. waiter, true
   end
-  if stamp then
-    redis.call('PUBLISH', WAITER_CHANNEL .. listener, waiter .. ' ' .. stamp)
-    return
+  return WAITER_CHANNEL .. listener, false
+end
+
+-- Tells `waiter` that it is first in line for `lock`: on its channel (channelOf), the message its
+-- id, or with `stamp` "<id> <stamp>": the lock was handed to it, by its handover request of that
+-- stamp (_wake.lua; protocol.ts, readWaiterMessage). A 0.1.0 waiter is told the lock key on its
+-- own channel, so a rolling upgrade still wakes it (it never asks for a handover).
+local function notify(waiter, lock, stamp)
+  local channel, old = channelOf(waiter)
+  if old then
+    redis.call('PUBLISH', channel, lock)
+  elseif stamp then
+    redis.call('PUBLISH', channel, waiter .. ' ' .. stamp)
+  else
+    redis.call('PUBLISH', channel, waiter)
   end
-  redis.call('PUBLISH', WAITER_CHANNEL .. listener, waiter)
+end
+
+-- Whether a connection on this server listens on `waiter`'s channel (PUBSUB NUMSUB): a waiter
+-- whose process crashed has none left, the kernel having closed its sockets. false when it cannot
+-- be read (an ACL user without +pubsub|numsub), and on a Cluster node the waiter's subscriber may
+-- be on another node: false too, which costs a hand-over, never safety.
+local function listening(waiter)
+  local reply = redis.pcall('PUBSUB', 'NUMSUB', (channelOf(waiter)))
+  return type(reply) == 'table' and reply.err == nil and (tonumber(reply[2]) or 0) > 0
 end

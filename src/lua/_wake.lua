@@ -1,7 +1,7 @@
 -- Who goes next once a resource is free: the head of its line is told, or handed the lock
 -- outright when it asked for that (docs/handover.md has the whole argument).
 -- Provides: handOver, wakeHead
--- Needs: _time.lua (now), _keys.lua (isShared, notify), _epoch.lua (currentEpoch, quarantineLeft),
+-- Needs: _time.lua (now), _keys.lua (isShared, notify, listening), _epoch.lua (currentEpoch, quarantineLeft),
 --   _bound.lua (EPOCH, epochId), _readers.lua (liveReaders, pruneLine)
 
 -- Hands resource i of n to the writer `head`, as its handover request asks ("<value> <ttl ms>
@@ -10,22 +10,20 @@
 -- (wakeHead checked: no lock key, no live reader, `head` first in line) and, with the quarantine
 -- on, this server is a plain master whose epoch is past it (the checks of acquire.lua and
 -- granted() in _acquired.lua, on the same epoch hash).
--- The key lives its ttl, but never past the waiter's place in line (its lease): a waiter that
--- died in line (it comes back every retry delay while alive, and its lease is 3 of those) holds
--- the lock no longer than its place. The run of the acquire that wrote the request also started
--- the lease, for at least the ttl (a waiter asks only then: handover.ts, handsOver), and this
--- hand-over comes after that run: so the key lives at least the ttl from that attempt's start.
--- The waiter counts this hand-over only for the stamp of its latest attempt, and takes its
--- validity from that attempt's start (src/quorum/handover.ts).
+-- Only while the waiter is alive, as far as this server can tell: its place in line is live (its
+-- lease, renewed by each of its attempts) and a connection here listens on its channel
+-- (listening). A waiter that crashed has no such connection left, so it is handed nothing and
+-- its place lapses with its lease, as before hand-overs existed. Then the key lives its ttl from
+-- now: at least the ttl from the start of the attempt whose run wrote the request (it came before
+-- this). A waiter that dies right after (or hangs, or is cut off) holds the lock for its ttl, as
+-- a holder that dies holding it does (docs/handover.md, "A waiter that dies in line"). The waiter
+-- counts this hand-over only for the stamp of its latest attempt, and takes its validity from
+-- that attempt's start (src/quorum/handover.ts).
 -- Returns the request's stamp when handed, nil otherwise.
 local function handOver(i, n, head, request)
   local value, ttl, quarantine, stamp = string.match(request, '^(%S+) (%d+) (%-?%d+) (%S+)$')
   local lease = tonumber(redis.call('ZSCORE', KEYS[2 * n + i], head))
-  if not value or not lease then
-    return nil
-  end
-  local px = math.min(tonumber(ttl), lease - now())
-  if px <= 0 then
+  if not value or not lease or lease <= now() or not listening(head) then
     return nil
   end
   if tonumber(quarantine) ~= 0 then
@@ -35,11 +33,13 @@ local function handOver(i, n, head, request)
       return nil
     end
   end
+  local px = tonumber(ttl)
   redis.call('SET', KEYS[i], value, 'PX', px)
-  -- Its place in line now ends with this hold (never later than it was): the winner keeps it
-  -- until its release (release.lua), and one that dies holding it holds nobody up past its key,
-  -- as granted() does for a won acquire (_acquired.lua).
-  redis.call('ZADD', KEYS[2 * n + i], now() + px, head)
+  -- Its place in line now ends with this hold or its lease, whichever comes first (never later
+  -- than it was, as granted() does for a won acquire: _acquired.lua): the winner keeps it until
+  -- its release (release.lua) or its next renewal, and one that never counts this hand-over
+  -- holds nobody up in line past its lease.
+  redis.call('ZADD', KEYS[2 * n + i], math.min(lease, now() + px), head)
   return stamp
 end
 

@@ -49,9 +49,10 @@ end
 -- #include _acquired.lua
 
 -- Asks to be handed the lock at a release (_wake.lua, handOver), with the place in line a refused
--- attempt with a lease takes or keeps (its lease, at least the ttl, starts now: a hand-over by
--- this request lives at least the ttl from this run). One resource only: a release frees one
--- resource, and a waiter for several needs all of them. The request carries this attempt's stamp.
+-- attempt with a lease takes or keeps (its lease starts now; a hand-over by this request comes
+-- later and sets the key for the ttl, so it lives at least the ttl from this run). One resource
+-- only: a release frees one resource, and a waiter for several needs all of them. The request
+-- carries this attempt's stamp.
 local function requestHandover()
   if handover == '' or lease <= 0 or n ~= 1 then
     return

@@ -23,10 +23,12 @@
  *   that share a server hear each other). A message for an earlier attempt, for another member,
  *   or from a member that does not count is not counted; it, too few hand-overs, or one the
  *   next attempt finds (Refusal.handedOver) make the waiter abandon the value between attempts.
- * - The key lives min(ttl, what is left of the waiter's lease) from the hand-over: the lease was
- *   set by the run of attempt k, for at least the ttl (handsOver), so the key lives at least ttl
- *   from attempt k's start either way, and a waiter that died in line holds it no longer than
- *   its place.
+ * - The key lives the ttl from the hand-over, which comes after attempt k's run: so it lives at
+ *   least ttl from attempt k's start. A member hands over only while the waiter's place in line
+ *   is live (its lease, renewed by every attempt it makes, ~3 retry intervals), so a waiter that
+ *   died in line is handed the lock only within that time after its last attempt; then the lock
+ *   is held for its ttl, as by a holder that dies holding it (docs/handover.md, "A waiter that
+ *   dies in line").
  * - Nothing deletes a value the waiter may still count on. Its attempts use values of their own
  *   (a rollback deletes only those); a handover value is deleted only by its holder's release, by
  *   the waiter's leave when it gives up (it counts nothing after that), and by `takeBack` once
@@ -44,15 +46,11 @@ const ABANDONED_KEPT = 8;
 
 /**
  * Whether an acquire asks to be handed the lock: a waiter for one resource (a release frees one
- * resource at a time), exclusive (readers enter together, and are told), unfenced (a fenced lock
- * needs its fence round after the win anyway), and whose ttl its place in line's lease covers.
- * A release hands over for no longer than the waiter's lease, so that a waiter that died in line
- * holds the lock no longer than its place; a longer ttl would need an extend round before the
- * lock could be returned, which costs what the hand-over saves. Those waiters are woken and
- * acquire, as before: hand-overs serve short locks, where the handoff time matters most.
+ * resource at a time), exclusive (readers enter together, and are told) and unfenced (a fenced
+ * lock needs its fence round after the win anyway). Any ttl: the key is set for the whole ttl.
  */
-export function handsOver(resources: readonly string[], policy: { shared?: boolean | undefined; fencing: boolean }, ttl: number, leaseMs: number): boolean {
-  return resources.length === 1 && !policy.shared && !policy.fencing && ttl <= leaseMs;
+export function handsOver(resources: readonly string[], policy: { shared?: boolean | undefined; fencing: boolean }): boolean {
+  return resources.length === 1 && !policy.shared && !policy.fencing;
 }
 
 /** One acquire call's handover value, and those it abandoned. */

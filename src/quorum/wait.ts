@@ -118,7 +118,7 @@ export class WaitInLine implements Waiting {
   readonly #waiter: Waiter;
   readonly #outOfLine: Waiter;
   readonly #turns: LineTurns;
-  /** In line for one resource, exclusive, unfenced, its ttl within its lease: asks to be handed the lock at a release. */
+  /** In line for one resource, exclusive, unfenced: asks to be handed the lock at a release. */
   readonly #handover: Handover | undefined;
   #watch: Watch | undefined;
   /** Whether any attempt took a place in line, and whether the latest did. */
@@ -140,7 +140,7 @@ export class WaitInLine implements Waiting {
     this.#outOfLine = { ...spec.place, leaseMs: 0 };
     const waits = policy.retryCount > 0;
     this.#watch = waits && watching ? spec.notifications.watch(this.#waiter.id) : undefined;
-    this.#handover = waits && handsOver(resources, policy, spec.ttl, leaseMs) ? new Handover() : undefined;
+    this.#handover = waits && handsOver(resources, policy) ? new Handover() : undefined;
     this.#turns = new LineTurns(resources.length, leaseMs, settings.maxLockTtl);
   }
 

@@ -2,13 +2,14 @@
  * The lock handed over inside the release (docs/handover.md, src/quorum/handover.ts), on real
  * masters: the waiter wins without an acquire round of its own; only members that would have
  * counted its own acquire hand over; a hand-over the waiter did not count is taken back, whether
- * it goes on waiting or gives up; a lock whose ttl the waiter's lease does not cover is not
- * handed over.
+ * it goes on waiting or gives up; a ttl longer than the waiter's place in line is handed over
+ * too, for the whole ttl; a waiter whose place lapsed is not handed anything.
  */
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
+import { EPOCH_KEY, resourceKeys, waiterChannel } from '../../src/store/keys.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
+import { contextOf } from '../../src/redlock.js';
 import { eventually, fresh, hearsReleases, heldOnEvery, onMajority, scriptCalls } from './util.js';
 
 let servers: TestMasters;
@@ -46,6 +47,23 @@ async function killSubscribers(name: string): Promise<void> {
         const id = /^id=(\d+)/.exec(line)?.[1];
         if (id) await member.client('KILL', 'ID', id);
       }
+    }),
+  );
+}
+
+/**
+ * A connection per member subscribed to the channel of `resource`'s first waiter: what a release
+ * finds when the waiter's own subscriber drops right after it looked (the release hands over to a
+ * listener that is there, and the message is lost). With killSubscribers: a hand-over nobody counts.
+ */
+async function standIns(resource: string): Promise<void> {
+  const [head] = await servers.clients[0]!.zrange(lineOf(resource), 0, 0);
+  await Promise.all(
+    servers.masters.map(async (master) => {
+      const standIn = new Redis({ host: master.host, port: master.port });
+      standIn.on('error', () => {});
+      named.push(standIn);
+      await standIn.subscribe(waiterChannel(head!));
     }),
   );
 }
@@ -97,28 +115,61 @@ describe('a release hands the lock to the waiter first in line', () => {
     expect(await Promise.all(servers.clients.map((c) => c.exists(requestsOf(resource))))).toEqual([0, 0, 0, 0, 0]);
   });
 
-  it('not for a ttl longer than its place in line: woken, it acquires as before', async () => {
-    const resource = fresh('not-handed');
+  it('also for a ttl longer than its place in line: the key is set for the whole ttl', async () => {
+    const resource = fresh('long-ttl');
     const holder = await heldEverywhere(await client().acquire(resource, 10_000), resource);
-    // A lease of 3 × (3000 + 50) = 9150 ms on its place, shorter than its 10 s ttl. (With the
+    // A lease of 3 × (3000 + 50) = 9150 ms on its place, shorter than its 20 s ttl. (With the
     // default retry delay, 200 ± 100 ms, a timed retry could land between the count below and the
-    // release, one more script call per member.) Listening on a majority: woken by the release.
-    const waiting = client({ retryDelay: 3_000, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 5_000 });
+    // release, one more script call per member.)
+    const waiting = client({ retryDelay: 3_000, retryJitter: 0 }).acquire(resource, 20_000, { waitTimeout: 5_000 });
     await eventually(async () => {
       expect(await inLine(resource)).toEqual([1, 1, 1, 1, 1]);
       expect(onMajority(await hears(resource))).toBe(true);
     });
-    expect(await Promise.all(servers.clients.map((c) => c.exists(requestsOf(resource))))).toEqual([0, 0, 0, 0, 0]); // no request
+    expect(await Promise.all(servers.clients.map((c) => c.exists(requestsOf(resource))))).toEqual([1, 1, 1, 1, 1]); // it asked
     const before = await Promise.all(servers.clients.map(scriptCalls));
     await holder.release();
     const lock = await waiting;
-    expect(lock.remainingMs()).toBeGreaterThan(9_000);
-    // The release, then the waiter's own acquire, on each member (the last answers may still be
-    // on their way: both resolve on a majority).
+    expect(lock.remainingMs()).toBeGreaterThan(17_000);
+    // The release alone, on each member (the last answers may still be on their way).
     await eventually(async () => {
       const after = await Promise.all(servers.clients.map(scriptCalls));
-      expect(after.map((calls, index) => calls - before[index]!)).toEqual([2, 2, 2, 2, 2]);
+      expect(after.map((calls, index) => calls - before[index]!)).toEqual([1, 1, 1, 1, 1]);
     });
+    // Set for the ttl, past the place in line (9150 ms), on every member.
+    for (const pttl of await Promise.all(servers.clients.map((c) => c.pttl(resource)))) expect(pttl).toBeGreaterThan(17_000);
+    await lock.release();
+  });
+
+  /**
+   * Serving every ttl, and a waiter that crashed in line (docs/handover.md, "A waiter that dies in
+   * line"): a release hands the lock only to a waiter whose listener still has a connection on the
+   * member (PUBSUB NUMSUB), so a crashed one is handed nothing, its place lapses with its lease and
+   * the next in line gets the lock, as before hand-overs. The crashed waiter's calls are made as
+   * its own attempt's run makes them, through the member (contextOf); it never listens.
+   */
+  it('a waiter with no connection listening (crashed) is handed nothing; the next in line gets the lock', async () => {
+    const redlock = client();
+    const resource = fresh('crashed-waiter');
+    const holder = await heldEverywhere(await redlock.acquire(resource, 10_000), resource);
+    const request = {
+      value: 'attempt-of-the-crashed',
+      ttlMs: 20_000,
+      waiter: { id: 'crashed.listener.1', ticket: Date.now(), leaseMs: 1_000 },
+      quarantineMs: 0,
+      fencing: false,
+      handover: { value: 'never-handed', stamp: '1', abandoned: '' },
+    };
+    const votes = await Promise.all(contextOf(redlock).members.map((member) => member.acquire([resource], request)));
+    expect(votes.map((vote) => vote.vote)).toEqual(Array(5).fill('taken'));
+    expect(await Promise.all(servers.clients.map((c) => c.exists(requestsOf(resource))))).toEqual([1, 1, 1, 1, 1]); // it asked
+    // Second in line, retrying every 300 ms: once the crashed one's place lapses (1 s), its next
+    // attempt wins. Handed to the crashed one instead, the lock would be held for 20 s.
+    const next = client({ retryDelay: 300, retryJitter: 0 }).acquire(resource, 10_000, { waitTimeout: 5_000 });
+    await eventually(async () => expect(await inLine(resource)).toEqual([2, 2, 2, 2, 2]));
+    await holder.release();
+    const lock = await next;
+    expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(lock.value));
     await lock.release();
   });
 
@@ -148,7 +199,6 @@ describe('a hand-over the waiter did not count', () => {
   it('with a member down and another one stray: the waiter tries again within a grace, takes its value back and wins', async () => {
     const resource = fresh('grace');
     const holder = await heldEverywhere(await client().acquire(resource, 10_000), resource);
-    // Its lease, 3 × (3 s + 50 ms), covers its 8 s ttl: it asks for hand-overs.
     const waiting = client({ retryDelay: 3_000, retryJitter: 0 }).acquire(resource, 8_000, { waitTimeout: 9_000 });
     // In line everywhere, and listening on the four members that stay up.
     await eventually(async () => {
@@ -179,7 +229,7 @@ describe('a hand-over the waiter did not count', () => {
   it('is taken back by its next attempt, which wins with a value of its own', async () => {
     const resource = fresh('unheard');
     const holder = await heldEverywhere(await client().acquire(resource, 10_000), resource);
-    // A 1 s ttl within its lease of 3 × (300 + 50) ms: it asks for hand-overs, and retries every 300 ms.
+    // It asks for hand-overs, and retries every 300 ms.
     const waiting = client({ retryDelay: 300, retryJitter: 0 }, clientsNamed('unheard')).acquire(resource, 1_000, { waitTimeout: 5_000 });
     // In line and listening everywhere, so that the kill below leaves it deaf on every member (a
     // subscriber still connecting would subscribe after it, and hear the hand-over).
@@ -188,6 +238,7 @@ describe('a hand-over the waiter did not count', () => {
       expect(await hears(resource)).toEqual([true, true, true, true, true]);
     });
     await killSubscribers('unheard');
+    await standIns(resource);
     await holder.release(); // handed over on every member, heard by nobody
     const handed = await servers.valuesOf(resource);
     expect(new Set(handed).size).toBe(1);
@@ -218,6 +269,7 @@ describe('a hand-over the waiter did not count', () => {
       expect(onMajority(await hears(resource, 1))).toBe(true);
     });
     await killSubscribers('gives-up');
+    await standIns(resource);
     await holder.release(); // handed to the first on every member, unheard
     expect((await servers.valuesOf(resource)).every((value) => value !== null)).toBe(true);
     const gaveUpAt = performance.now();

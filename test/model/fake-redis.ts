@@ -8,7 +8,7 @@
  * Commands: GET, SET (EX, PX, NX, XX, KEEPTTL, GET), DEL, EXISTS, PTTL, TTL, PEXPIRE, EXPIRE,
  * HGET, HMGET, HSET, HDEL, HGETALL, ZADD (score member pairs), ZRANGE (by rank, WITHSCORES),
  * ZRANGEBYSCORE (inf and exclusive bounds, WITHSCORES), ZREMRANGEBYSCORE, ZREM, ZRANK, ZSCORE, ZCARD, PUBLISH,
- * SUBSCRIBE, UNSUBSCRIBE, TIME, INFO (server, clients, memory, persistence, stats, replication,
+ * SUBSCRIBE, UNSUBSCRIBE, PUBSUB NUMSUB, TIME, INFO (server, clients, memory, persistence, stats, replication,
  * cpu, cluster, keyspace; default/all/everything), ROLE, PING, ECHO, DBSIZE, FLUSHALL, SELECT 0,
  * CLIENT SETNAME/SETINFO, EVAL, EVALSHA (NOSCRIPT when the process has not seen the script),
  * SCRIPT LOAD/EXISTS/FLUSH, QUIT. Empty hashes and sorted sets vanish, as in Redis.
@@ -659,6 +659,10 @@ export class FakeRedisServer {
         const sockets = process.channels.get(rest[0]!);
         for (const target of sockets ?? []) target.push(['message', rest[0]!, rest[1]!]);
         return sockets?.size ?? 0;
+      }
+      case 'PUBSUB': {
+        if ((rest[0] ?? '').toUpperCase() !== 'NUMSUB') return this.#problem(`PUBSUB ${rest.join(' ')}`);
+        return rest.slice(1).flatMap((channel) => [channel, process.channels.get(channel)?.size ?? 0]);
       }
       case 'SUBSCRIBE':
       case 'UNSUBSCRIBE': {
