@@ -271,7 +271,7 @@ export function report(r: Results): string {
   // Targets -------------------------------------------------------------------------------------
   const targets = evaluateTargets(r, ms);
   if (targets.length > 0) {
-    out('## Targets (issue 12; quorumlock; reported, not asserted)');
+    out('## Targets (1–5: issue 24; 6–8: issue 12; quorumlock; reported, not asserted)');
     out();
     out('| target | measured | verdict |');
     out('|---|---|---|');
@@ -366,12 +366,13 @@ function evaluateTargets(r: Results, ms: (n: number | undefined) => string): Tar
     const raw = rows.find((row) => row.client === 'raw')!;
     const ratio = ql.cycleMs.p50 / raw.cycleMs.p50;
     const best = rows.filter((row) => peers.includes(row.client)).sort((a, b) => a.cycleMs.p50 - b.cycleMs.p50)[0];
+    const toBest = best ? ql.cycleMs.p50 / best.cycleMs.p50 : NaN;
     const misses: string[] = [];
-    if (!(ratio <= 1.1)) misses.push(Number.isFinite(ratio) ? `${((ratio / 1.1 - 1) * 100).toFixed(0)} % over 1.10× raw` : 'not measured');
-    if (best && !(ql.cycleMs.p50 < best.cycleMs.p50)) misses.push(`${((ql.cycleMs.p50 / best.cycleMs.p50 - 1) * 100).toFixed(0)} % slower than ${best.client}`);
+    if (!(ratio <= 1.25)) misses.push(Number.isFinite(ratio) ? `${((ratio / 1.25 - 1) * 100).toFixed(0)} % over 1.25× raw` : 'not measured');
+    if (best && !(toBest <= 1.1)) misses.push(`${toBest.toFixed(2)}× ${best.client}`);
     targets.push({
-      target: '1. uncontended acquire + release p50 ≤ 1.10× raw, and below every peer',
-      measured: `${ratio.toFixed(2)}× raw (${ms(ql.cycleMs.p50)} vs ${ms(raw.cycleMs.p50)}); fastest peer ${best ? `${best.client} ${ms(best.cycleMs.p50)} (${(best.cycleMs.p50 / raw.cycleMs.p50).toFixed(2)}× raw)` : '–'}`,
+      target: '1. uncontended acquire + release p50 ≤ 1.25× raw and ≤ 1.10× the fastest peer',
+      measured: `${ratio.toFixed(2)}× raw (${ms(ql.cycleMs.p50)} vs ${ms(raw.cycleMs.p50)}); fastest peer ${best ? `${best.client} ${ms(best.cycleMs.p50)} (${(best.cycleMs.p50 / raw.cycleMs.p50).toFixed(2)}× raw; quorumlock ${toBest.toFixed(2)}× it)` : '–'}`,
       verdict: misses.length ? `**missed**: ${misses.join('; ')}` : 'met',
     });
   }
@@ -383,20 +384,21 @@ function evaluateTargets(r: Results, ms: (n: number | undefined) => string): Tar
     const perSecond = (client: string, c: number) => median(at(client, c).map((s) => s.perSecond));
     const failed = (client: string, c: number) => at(client, c).reduce((sum, s) => sum + s.failed, 0);
     const cpu = (client: string, c: number) => median(at(client, c).map((s) => s.cpuPerCycleUs));
+    // c = 1: at least 0.9× the best peer; c = 128 and 512: at least the best peer; other levels reported.
+    const floorOf = (c: number) => (c === 1 ? 0.9 : c >= 128 ? 1 : undefined);
     const slow: number[] = [];
     const failing: number[] = [];
     const measured = levels.map((c) => {
       const best = peers.map((name) => ({ name, value: perSecond(name, c) })).sort((a, b) => b.value - a.value)[0]!;
       const ours = perSecond(QL, c);
-      if (!(ours >= best.value)) slow.push(c);
+      const floor = floorOf(c);
+      if (floor !== undefined && !(ours >= floor * best.value)) slow.push(c);
       if (failed(QL, c) > 0) failing.push(c);
       return `c = ${c}: ${(ours / best.value).toFixed(2)}× best peer (${ours.toFixed(0)} vs ${best.name} ${best.value.toFixed(0)}), ${failed(QL, c)} failed`;
     });
-    const misses = [slow.length ? `below the best peer at ${missedAt(slow)}` : '', failing.length ? `failed acquires at ${missedAt(failing)}` : ''].filter(
-      Boolean,
-    );
+    const misses = [slow.length ? `short at ${missedAt(slow)}` : '', failing.length ? `failed acquires at ${missedAt(failing)}` : ''].filter(Boolean);
     targets.push({
-      target: `2. cycles/s at ${levels.map((c) => c).join(' / ')} concurrency ≥ the best peer at each level, with zero failed acquires at every level`,
+      target: '2. cycles/s: c = 1 ≥ 0.9× the best peer, c = 128 and 512 ≥ the best peer (others reported), zero failed acquires at every level',
       measured: measured.join('; '),
       verdict: misses.length ? `**missed**: ${misses.join('; ')}` : 'met',
     });
@@ -405,39 +407,40 @@ function evaluateTargets(r: Results, ms: (n: number | undefined) => string): Tar
     const cpuMeasured = levels.map((c) => {
       const ours = cpu(QL, c);
       const theirs = cpu('node-redlock', c);
-      if (!(ours <= theirs)) over.push(c);
+      if ((c === 1 || c === 512) && !(ours <= theirs)) over.push(c);
       return `c = ${c}: ${ours.toFixed(0)} vs ${theirs.toFixed(0)} µs (${(ours / theirs).toFixed(2)}×)`;
     });
     targets.push({
-      target: "3. client CPU per cycle ≤ node-redlock 4's (process.cpuUsage of the bench process, one client at a time), at each level",
+      target: "3. client CPU per cycle ≤ node-redlock 4's at c = 1 and c = 512 (process.cpuUsage of the bench process, one client at a time; others reported)",
       measured: cpuMeasured.join('; '),
       verdict: over.length ? `**missed** at ${missedAt(over)}` : 'met',
     });
   }
 
   if (f.serverTime) {
-    const describe = (client: PeerName) => {
+    const perCall = (client: PeerName, phase: 'acquire' | 'release') => {
       const row = f.serverTime!.rows.find((row) => row.client === client);
-      if (!row) return `${client}: not measured`;
-      const w = row.acquire;
-      const scripts = scriptTotals(w);
-      const info = w.commands.info;
-      const innerInfo = info ? (info.calls * info.innerShare) / w.ops : 0;
-      return `${client}: ${scripts.calls > 0 ? (scripts.usec / scripts.calls).toFixed(1) : '–'} µs per acquire script call (${(scripts.calls / w.ops).toFixed(1)} calls per acquire), ${(w.topLevelUs / w.ops).toFixed(1)} µs server per acquire${innerInfo > 0 ? `, ${innerInfo.toFixed(1)} INFO calls per acquire from inside scripts` : ''}`;
+      const scripts = row ? scriptTotals(row[phase]) : undefined;
+      return scripts && scripts.calls > 0 ? scripts.usec / scripts.calls : NaN;
     };
-    targets.push({
-      target: "4. server time per acquire script call (INFO commandstats), beside node-redlock's",
-      measured: `${describe(QL)}; ${describe('node-redlock')}`,
-      verdict: 'reported',
-    });
+    for (const phase of ['acquire', 'release'] as const) {
+      const ours = perCall(QL, phase);
+      const theirs = perCall('node-redlock', phase);
+      targets.push({
+        target: `4. server time per ${phase} script call (INFO commandstats) ≤ 1.3× node-redlock's`,
+        measured: `${ours.toFixed(1)} vs ${theirs.toFixed(1)} µs (${(ours / theirs).toFixed(2)}×)`,
+        verdict: verdict(ours / theirs, 1.3, '≤'),
+      });
+    }
   }
 
   if (f.handoff) {
     const rows = (client: string) => f.handoff!.filter((h) => h.client === client);
     const m = (client: string, pick: (h: HandoffRound) => number) => median(rows(client).map(pick));
     const p50 = m(QL, (h) => h.handoffMs.p50);
+    const ttl = (r.options.handoff as { ttl?: number } | undefined)?.ttl;
     targets.push({
-      target: `5. contended handoff (${WORKERS} workers, one key, 1 ms holds) p50 ≤ 0.5 ms, FIFO-fair`,
+      target: `5. contended handoff (${WORKERS} workers, one key, 1 ms holds, ttl ${ttl === undefined ? '?' : ttl / 1000} s) p50 ≤ 0.5 ms, FIFO-fair`,
       measured: `p50 ${ms(p50)} (node-redlock ${ms(m('node-redlock', (h) => h.handoffMs.p50))}); top / min worker share ${m(QL, (h) => h.topWorkerPct).toFixed(1)} % / ${m(QL, (h) => h.minWorkerPct).toFixed(1)} % (even: ${(100 / WORKERS).toFixed(1)} %; node-redlock ${m('node-redlock', (h) => h.topWorkerPct).toFixed(1)} % / ${m('node-redlock', (h) => h.minWorkerPct).toFixed(1)} %), ${m(QL, (h) => h.toAnotherPct).toFixed(1)} % of acquisitions to another worker`,
       verdict: `${verdict(p50, 0.5, '≤')} (p50); shares reported`,
     });

@@ -57,7 +57,7 @@ async function killSubscribers(name: string): Promise<void> {
  * listener that is there, and the message is lost). With killSubscribers: a hand-over nobody counts.
  */
 async function standIns(resource: string): Promise<void> {
-  const [head] = await servers.clients[0]!.zrange(lineOf(resource), 0, 0);
+  const [head] = await servers.clients[0]!.zrange(lineOf(resource), '0', '0');
   await Promise.all(
     servers.masters.map(async (master) => {
       const standIn = new Redis({ host: master.host, port: master.port });
