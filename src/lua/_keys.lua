@@ -63,11 +63,13 @@ local function notify(waiter, lock, stamp)
   end
 end
 
--- Whether a connection on this server listens on `waiter`'s channel (PUBSUB NUMSUB): a waiter
--- whose process crashed has none left, the kernel having closed its sockets. false when it cannot
--- be read (an ACL user without +pubsub|numsub), and on a Cluster node the waiter's subscriber may
--- be on another node: false too, which costs a hand-over, never safety.
+-- Whether `waiter` still waits, as far as this server can tell: a connection here is subscribed
+-- to its presence channel (keys.ts, presenceChannel), which its Redlock's subscriber holds from
+-- the start of its wait to its end (won, given up, failed) and which goes with the connection
+-- when its process dies. false when it cannot be read (an ACL user without +pubsub|numsub), and
+-- on a Cluster node the subscriber may be on another node: false too, which costs a hand-over,
+-- never safety.
 local function listening(waiter)
-  local reply = redis.pcall('PUBSUB', 'NUMSUB', (channelOf(waiter)))
+  local reply = redis.pcall('PUBSUB', 'NUMSUB', WAITER_CHANNEL .. waiter)
   return type(reply) == 'table' and reply.err == nil and (tonumber(reply[2]) or 0) > 0
 end

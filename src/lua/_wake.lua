@@ -10,15 +10,18 @@
 -- (wakeHead checked: no lock key, no live reader, `head` first in line) and, with the quarantine
 -- on, this server is a plain master whose epoch is past it (the checks of acquire.lua and
 -- granted() in _acquired.lua, on the same epoch hash).
--- Only while the waiter is alive, as far as this server can tell: its place in line is live (its
--- lease, renewed by each of its attempts) and a connection here listens on its channel
--- (listening). A waiter that crashed has no such connection left, so it is handed nothing and
--- its place lapses with its lease, as before hand-overs existed. Then the key lives its ttl from
--- now: at least the ttl from the start of the attempt whose run wrote the request (it came before
--- this). A waiter that dies right after (or hangs, or is cut off) holds the lock for its ttl, as
--- a holder that dies holding it does (docs/handover.md, "A waiter that dies in line"). The waiter
--- counts this hand-over only for the stamp of its latest attempt, and takes its validity from
--- that attempt's start (src/quorum/handover.ts).
+-- Only while the waiter still waits, as far as this server can tell: its place in line is live
+-- (its lease, renewed by each of its attempts) and its presence channel has a subscriber here
+-- (listening): its Redlock holds that subscription from the start of its wait to its end, so a
+-- waiter that won, gave up (even with its leave lost) or crashed is handed nothing, and a late
+-- copy of one of its attempts that put it back in line hands it nothing either; its place lapses
+-- with its lease, as before hand-overs existed. Then the key lives its ttl from now: at least the
+-- ttl from the start of the attempt whose run wrote the request (it came before this). A waiter
+-- that stops right after (it hangs, is cut off, or its host dies: the server keeps a dead host's
+-- socket until TCP keepalive gives up) holds the lock for its ttl, as a holder that stops holding
+-- it does (docs/handover.md, "A waiter that stops in line"). The waiter counts this hand-over
+-- only for the stamp of its latest attempt, and takes its validity from that attempt's start
+-- (src/quorum/handover.ts).
 -- Returns the request's stamp when handed, nil otherwise.
 local function handOver(i, n, head, request)
   local value, ttl, quarantine, stamp = string.match(request, '^(%S+) (%d+) (%-?%d+) (%S+)$')

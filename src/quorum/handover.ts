@@ -24,11 +24,10 @@
  *   or from a member that does not count is not counted; it, too few hand-overs, or one the
  *   next attempt finds (Refusal.handedOver) make the waiter abandon the value between attempts.
  * - The key lives the ttl from the hand-over, which comes after attempt k's run: so it lives at
- *   least ttl from attempt k's start. A member hands over only while the waiter's place in line
- *   is live (its lease, renewed by every attempt it makes, ~3 retry intervals), so a waiter that
- *   died in line is handed the lock only within that time after its last attempt; then the lock
- *   is held for its ttl, as by a holder that dies holding it (docs/handover.md, "A waiter that
- *   dies in line").
+ *   least ttl from attempt k's start. A member hands over only to a waiter that still waits: its
+ *   place in line is live and its presence channel has a subscriber there (the Redlock holds it
+ *   for the length of the wait: waiting/notifications.ts), so one that stopped waiting is handed
+ *   nothing (docs/handover.md, "A waiter that stops in line").
  * - Nothing deletes a value the waiter may still count on. Its attempts use values of their own
  *   (a rollback deletes only those); a handover value is deleted only by its holder's release, by
  *   the waiter's leave when it gives up (it counts nothing after that), and by `takeBack` once

@@ -139,8 +139,8 @@ export class WaitInLine implements Waiting {
     this.#waiter = { ...spec.place, leaseMs };
     this.#outOfLine = { ...spec.place, leaseMs: 0 };
     const waits = policy.retryCount > 0;
-    this.#watch = waits && watching ? spec.notifications.watch(this.#waiter.id) : undefined;
     this.#handover = waits && handsOver(resources, policy) ? new Handover() : undefined;
+    this.#watch = waits && watching ? spec.notifications.watch(this.#waiter.id, this.#handover !== undefined) : undefined;
     this.#turns = new LineTurns(resources.length, leaseMs, settings.maxLockTtl);
   }
 
@@ -189,7 +189,7 @@ export class WaitInLine implements Waiting {
     const { settings, policy, budgetEnd } = this.#spec;
     const { clock, nodeTimeout } = settings;
     if (reason === 'subscribe') {
-      this.#watch = this.#spec.notifications.watch(this.#waiter.id);
+      this.#watch = this.#spec.notifications.watch(this.#waiter.id, this.#handover !== undefined);
       // Never past the budget: a slow subscription must not stretch the acquire.
       const leftMs = budgetEnd - clock.now();
       return leftMs > 0 ? this.#watch.readyWithin(Math.min(nodeTimeout, leftMs), clock) : Promise.resolve();

@@ -214,6 +214,14 @@ export function waiterChannel(waiterId: string): string {
 export const listenerChannel = (listener: string): string => `${RESERVED_PREFIX}waiter:${listener}`;
 
 /**
+ * The channel a waiter subscribes to, on its Redlock's subscriber connections, while it waits to
+ * be handed the lock: its presence, which a release checks before handing it over (_keys.lua,
+ * listening). Nothing is published on it. An exclusive waiter's id has two '.' (newWaiterId), so
+ * this is never a listener's channel (one '.') nor a 0.1.0 waiter's (its id had one '.').
+ */
+export const presenceChannel = (waiterId: string): string => `${RESERVED_PREFIX}waiter:${waiterId}`;
+
+/**
  * Whether an epoch hash (HGETALL) is one trust.lua declared brand new and nothing wrote since,
  * in the lineage `runId`/`replid`: its fields are exactly id, since, run_id, replid and genesis
  * '1' (no fence counter, floor or max). quorumlock/testing keeps such markers across a wipe.

@@ -25,7 +25,7 @@ import type { Clock } from '../clock/index.js';
 import type { RedisMember } from '../members/redis-member.js';
 import type { Logger } from '../diagnostics.js';
 import { quorumOf } from '../tally.js';
-import { listenerChannel, newListener } from '../store/keys.js';
+import { listenerChannel, newListener, presenceChannel } from '../store/keys.js';
 import { memberStamp, readWaiterMessage } from '../store/protocol.js';
 
 /**
@@ -205,6 +205,8 @@ class Subscriber {
   constructor(
     readonly connection: Redis,
     private readonly channel: string,
+    /** The presence channels of the waiters that wait to be handed the lock now (keys.ts, presenceChannel). */
+    private readonly present: ReadonlySet<string>,
     private readonly onFailure: (error: Error) => void,
     /** Called whenever `listening` changes. */
     private readonly onListening: () => void,
@@ -253,6 +255,17 @@ class Subscriber {
     return this.#subscribed;
   }
 
+  /**
+   * Subscribes to (or from) a waiter's presence channel on a ready connection; a connection that
+   * is not ready subscribes to those still present when it is (#subscribeAll). Calls on one
+   * connection keep their order, so an unsubscribe always follows its subscribe. A failure costs
+   * hand-overs only: the release then wakes the waiter instead.
+   */
+  presence(channel: string, present: boolean): void {
+    if (this.connection.status !== 'ready') return;
+    (present ? this.connection.subscribe(channel) : this.connection.unsubscribe(channel)).catch(() => undefined);
+  }
+
   #whenReady(): Promise<void> {
     this.#nextReady ??= deferred();
     return this.#nextReady.promise;
@@ -261,7 +274,7 @@ class Subscriber {
   #subscribeAll(): void {
     const next = this.#nextReady;
     this.#nextReady = undefined;
-    this.#subscribed = this.connection.subscribe(this.channel).then(
+    this.#subscribed = this.connection.subscribe(this.channel, ...this.present).then(
       () => {
         this.listening = true;
         next?.resolve();
@@ -283,6 +296,8 @@ export class Notifications {
   readonly #subscribers: (Subscriber | undefined)[];
   /** Waiter id → its watch: every member's subscriber announces to the same ones (one channel). */
   readonly #watches = new Map<string, Watch>();
+  /** The presence channels of the waiters that ask to be handed the lock, while they wait. */
+  readonly #present = new Set<string>();
   /** This Redlock's listener: its waiters' ids start with it (keys.ts, newWaiterId), and its channel is theirs. */
   readonly listener = newListener();
   readonly #channel = listenerChannel(this.listener);
@@ -312,9 +327,16 @@ export class Notifications {
     this.listening = listening >= this.#quorum;
   }
 
-  /** Starts listening for the members' word that `waiterId` (a newWaiterId of `listener`'s) is first in line after a release. */
-  watch(waiterId: string): Watch {
+  /**
+   * Starts listening for the members' word that `waiterId` (a newWaiterId of `listener`'s) is first
+   * in line after a release. `handedOver`: it asks to be handed the lock (quorum/handover.ts), so
+   * its presence channel is subscribed until the watch ends: a release hands over only to a waiter
+   * present (_keys.lua, listening).
+   */
+  watch(waiterId: string, handedOver = false): Watch {
+    const presence = handedOver ? presenceChannel(waiterId) : undefined;
     const watch = new Watch(this.#members.length, () => {
+      if (presence !== undefined && this.#present.delete(presence)) for (const subscriber of this.#subscribers) subscriber?.presence(presence, false);
       if (!this.#watches.delete(waiterId) || this.#watches.size > 0) return;
       // The last wait: stop reconnecting to members that are down now (the next wait makes a new
       // subscriber), so nothing of ours keeps the process alive. A ready one stays subscribed for
@@ -325,6 +347,11 @@ export class Notifications {
     });
     if (this.#closed) return watch; // after quit(): timed retries only
     this.#watches.set(waiterId, watch);
+    if (presence !== undefined) {
+      this.#present.add(presence);
+      // Subscribers made below (a first wait) subscribe to it when ready, with the listener channel.
+      for (const subscriber of this.#subscribers) subscriber?.presence(presence, true);
+    }
     // Subscribed on a majority already (an earlier wait): ready as it is. A minority reconnecting
     // subscribes again by itself when ready (Subscriber). Most acquires of a Redlock that waited
     // once come here, contended or not: nothing more to send or to wait for.
@@ -353,6 +380,7 @@ export class Notifications {
     const subscriber = new Subscriber(
       connection,
       this.#channel,
+      this.#present,
       (error) => this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries'),
       () => this.#countListening(),
     );

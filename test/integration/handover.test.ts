@@ -7,7 +7,7 @@
  */
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EPOCH_KEY, resourceKeys, waiterChannel } from '../../src/store/keys.js';
+import { EPOCH_KEY, presenceChannel, resourceKeys } from '../../src/store/keys.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
 import { contextOf } from '../../src/redlock.js';
 import { eventually, fresh, hearsReleases, heldOnEvery, onMajority, scriptCalls } from './util.js';
@@ -63,7 +63,7 @@ async function standIns(resource: string): Promise<void> {
       const standIn = new Redis({ host: master.host, port: master.port });
       standIn.on('error', () => {});
       named.push(standIn);
-      await standIn.subscribe(waiterChannel(head!));
+      await standIn.subscribe(presenceChannel(head!));
     }),
   );
 }

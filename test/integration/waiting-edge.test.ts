@@ -191,6 +191,7 @@ describe("the waiters' subscriber, on a user client with enableOfflineQueue: fal
       }) as Redis['subscribe'];
       return made;
     }) as Redis['duplicate'];
+    // The Redlock's channel and the waiter's presence channel (it asks to be handed the lock).
     const subscribedOn = (index: number) => servers.clients[index]!.pubsub('CHANNELS', 'quorumlock:waiter:*') as Promise<string[]>;
     try {
       await Promise.all(users.map((c) => new Promise((resolve) => c.once('ready', resolve))));
@@ -204,7 +205,7 @@ describe("the waiters' subscriber, on a user client with enableOfflineQueue: fal
       // Subscribed on every member, including the first time (the subscriber was still
       // connecting, and the user's client options refuse to queue). Before: never, on any.
       await eventually(async () => {
-        for (let index = 0; index < 5; index++) expect(await subscribedOn(index)).toHaveLength(1);
+        for (let index = 0; index < 5; index++) expect(await subscribedOn(index)).toHaveLength(2);
       }, 3_000);
       const connection = subscriber;
       if (connection === undefined) throw new Error('no subscriber connection was made from member 0');
@@ -219,7 +220,7 @@ describe("the waiters' subscriber, on a user client with enableOfflineQueue: fal
       proxy.latencyMs = 0;
       // Subscribed again on member 0, and in line and listening on a majority: the release wakes it.
       await eventually(async () => {
-        expect(await subscribedOn(0)).toHaveLength(1);
+        expect(await subscribedOn(0)).toHaveLength(2);
         expect(onMajority(await hearsReleases(servers.clients, resource))).toBe(true);
       }, 10_000);
 
