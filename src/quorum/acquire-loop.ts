@@ -78,8 +78,13 @@ export async function acquireWithRetries(request: RetryRequest): Promise<Won> {
     }
   } catch (error) {
     // Rejecting (retries or budget used up, aborted): nothing this call set may be left behind.
+    // Not waiting any more, first: a release from now on hands this waiter nothing (its presence
+    // ends with the watch: waiting/notifications.ts). Closed here, so not again below.
+    const stopped = waiting;
+    waiting = undefined;
+    stopped?.close();
     await run.rollback;
-    waiting?.leave();
+    stopped?.leave();
     run.failed(error);
     throw error;
   } finally {

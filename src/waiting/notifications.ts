@@ -201,6 +201,15 @@ class Subscriber {
   /** The subscription on the current connection, once asked for: every later wait reuses it. */
   #subscribed: Promise<unknown> | undefined;
   #listening = false;
+  /**
+   * Presence channels a SUBSCRIBE on this connection named and no UNSUBSCRIBE has followed yet.
+   * ioredis writes again, after a reconnect, a command that was written but not answered when the
+   * socket closed, before it says 'ready': so a presence SUBSCRIBE in flight at a drop comes back
+   * after the reconnect, though its waiter may have stopped waiting meanwhile (its UNSUBSCRIBE
+   * was not sent: the connection was not ready). Each 'ready' unsubscribes those, after the
+   * re-sent commands (#subscribeAll).
+   */
+  readonly #named = new Set<string>();
 
   constructor(
     readonly connection: Redis,
@@ -263,7 +272,13 @@ class Subscriber {
    */
   presence(channel: string, present: boolean): void {
     if (this.connection.status !== 'ready') return;
-    (present ? this.connection.subscribe(channel) : this.connection.unsubscribe(channel)).catch(() => undefined);
+    if (present) {
+      this.#named.add(channel);
+      this.connection.subscribe(channel).catch(() => undefined);
+    } else {
+      this.#named.delete(channel);
+      this.connection.unsubscribe(channel).catch(() => undefined);
+    }
   }
 
   #whenReady(): Promise<void> {
@@ -274,6 +289,10 @@ class Subscriber {
   #subscribeAll(): void {
     const next = this.#nextReady;
     this.#nextReady = undefined;
+    const gone = [...this.#named].filter((channel) => !this.present.has(channel));
+    if (gone.length > 0) this.connection.unsubscribe(...gone).catch(() => undefined);
+    this.#named.clear();
+    for (const channel of this.present) this.#named.add(channel);
     this.#subscribed = this.connection.subscribe(this.channel, ...this.present).then(
       () => {
         this.listening = true;
@@ -354,8 +373,17 @@ export class Notifications {
     }
     // Subscribed on a majority already (an earlier wait): ready as it is. A minority reconnecting
     // subscribes again by itself when ready (Subscriber). Most acquires of a Redlock that waited
-    // once come here, contended or not: nothing more to send or to wait for.
-    if (this.listening) return watch;
+    // once come here, contended or not: nothing more to send or to wait for, but a member whose
+    // subscriber connection ended (its retryStrategy gave up) gets a new one.
+    if (this.listening) {
+      this.#members.forEach((_, index) => {
+        if (this.#subscribers[index] === undefined)
+          this.#subscriber(index)
+            .subscribe()
+            .catch(() => undefined);
+      });
+      return watch;
+    }
     const subscribed = this.#members.map((_, index) => this.#subscriber(index).subscribe());
     // A waiter needs a majority of announcements, so a majority of subscriptions is enough: a
     // member that is down must not hold up every waiter.
