@@ -6,9 +6,9 @@
  * INFO commandstats gives µs per script call and the commands run inside it (listed again under
  * their own names). Median of --rounds. With --peer, node-redlock 4's scripts beside it on the
  * same server. With --floor, the floor of any script that keeps quorumlock's per-call checks: the
- * reads they make (INFO replication and stats in one call, the epoch hash's HMGET) and nothing but
- * the uncontended acquire's EXISTS and SET, or the release's GET and DEL, called with the same
- * keys and arguments. A quick loop for script work; `npm run bench` (figure 7) is the side-by-side.
+ * reads they make (the acquire's INFO replication and stats in one call, the release's INFO
+ * replication, the epoch hash's HMGET) and nothing but the uncontended acquire's EXISTS and
+ * SET, or the release's EXISTS, GET and DEL, called with the same keys and arguments. A quick loop for script work; `npm run bench` (figure 7) is the side-by-side.
  */
 import Redis from 'ioredis';
 import { createRequire } from 'node:module';
@@ -103,15 +103,18 @@ try {
     );
   }
   if (values.floor) {
-    const reads =
-      "local info = redis.call('INFO', 'replication', 'stats') local epoch = redis.call('HMGET', KEYS[#KEYS], 'id', 'since', 'run_id', 'replid', 'evicted')";
+    // The reads each script's checks make: the acquire's lineage and eviction count (one INFO of
+    // two sections, as a bound copy reads them) and the epoch hash; the release's lineage alone.
+    const epochRead = "local epoch = redis.call('HMGET', KEYS[#KEYS], 'id', 'since', 'run_id', 'replid', 'evicted') ";
+    const acquireReads = `local info = redis.call('INFO', 'replication', 'stats') ${epochRead}`;
+    const releaseReads = `local info = redis.call('INFO', 'replication') ${epochRead}`;
     const acquireFloor = (await client.script(
       'LOAD',
-      `${reads} if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[4]) == 0 then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`,
+      `${acquireReads} if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[4]) == 0 then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`,
     )) as string;
     const releaseFloor = (await client.script(
       'LOAD',
-      `${reads} if redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) return 1 end return 0`,
+      `${releaseReads} if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) return 1 end return 0`,
     )) as string;
     const keysOf = (resource: string) => [
       resource,
