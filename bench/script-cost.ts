@@ -63,44 +63,29 @@ const set = await processBackend.start(1);
 const master = set.masters[0]!;
 const admin = new Redis({ host: master.host, port: master.port });
 const client = new Redis({ host: master.host, port: master.port });
+/** One client's uncontended acquire and release, as measured here. */
+interface Contender<L> {
+  label: string;
+  acquire(resource: string): Promise<L>;
+  release(lock: L): Promise<unknown>;
+}
+
 try {
   const redlock = new quorumlock.Redlock([client], { retryCount: 0 });
   await redlock.trustMembers();
-  let key = 0;
-  /** N acquires held, then their N releases, each phase alone; --rounds samples after one warm-up round. */
-  const measure = async <L>(label: string, acquire: (resource: string) => Promise<L>, release: (lock: L) => Promise<unknown>) => {
-    const acquires: Stats[] = [];
-    const releases: Stats[] = [];
-    for (let r = 0; r <= rounds; r++) {
-      const locks: L[] = [];
-      const a = await phase(admin, async () => {
-        for (let i = 0; i < cycles; i++) locks.push(await acquire(`cost:${++key}`));
-      });
-      const b = await phase(admin, async () => {
-        for (const lock of locks) await release(lock);
-      });
-      if (r === 0) continue;
-      acquires.push(a);
-      releases.push(b);
-    }
-    console.log(describe(`${label} acquire`, acquires, cycles));
-    console.log(describe(`${label} release`, releases, cycles));
-  };
-  await measure(
-    'quorumlock',
-    (resource) => redlock.acquire(resource, 60_000),
-    (lock) => lock.release(),
-  );
+  const contenders: Contender<unknown>[] = [
+    { label: 'quorumlock', acquire: (resource) => redlock.acquire(resource, 60_000), release: (lock) => (lock as { release(): Promise<unknown> }).release() },
+  ];
   if (values.peer) {
     type PeerLock = { unlock(): Promise<unknown> };
     type PeerClass = new (clients: Redis[], options: { retryCount: number }) => { lock(resource: string, ttl: number): Promise<PeerLock> };
     const Peer = createRequire(import.meta.url)('redlock') as PeerClass;
     const peer = new Peer([client], { retryCount: 0 });
-    await measure(
-      'node-redlock 4',
-      (resource) => Promise.resolve(peer.lock(resource, 60_000)),
-      (lock) => Promise.resolve(lock.unlock()),
-    );
+    contenders.push({
+      label: 'node-redlock 4',
+      acquire: (resource) => Promise.resolve(peer.lock(resource, 60_000)),
+      release: (lock) => Promise.resolve((lock as PeerLock).unlock()),
+    });
   }
   if (values.floor) {
     // The reads each script's checks make: the acquire's lineage and eviction count (one INFO of
@@ -124,14 +109,37 @@ try {
       `{${resource}}:handover`,
       'quorumlock:epoch',
     ];
-    await measure(
-      "floor (the checks' reads only)",
-      async (resource) => {
+    contenders.push({
+      label: "floor (the checks' reads only)",
+      acquire: async (resource) => {
         await client.evalsha(acquireFloor, 6, ...keysOf(resource), 'epoch', 'value', '60000', 'waiter.1.1', '1', '0', '60000', '0', 'epoch');
         return resource;
       },
-      (resource) => client.evalsha(releaseFloor, 6, ...keysOf(resource), 'epoch', 'value'),
-    );
+      release: (resource) => client.evalsha(releaseFloor, 6, ...keysOf(resource as string), 'epoch', 'value'),
+    });
+  }
+
+  // Round by round, each contender in turn (machine noise hits all alike): N acquires held, then
+  // their N releases, each phase alone; the first round warms up.
+  let key = 0;
+  const samples = contenders.map(() => ({ acquires: [] as Stats[], releases: [] as Stats[] }));
+  for (let r = 0; r <= rounds; r++) {
+    for (const [index, contender] of contenders.entries()) {
+      const locks: unknown[] = [];
+      const a = await phase(admin, async () => {
+        for (let i = 0; i < cycles; i++) locks.push(await contender.acquire(`cost:${++key}`));
+      });
+      const b = await phase(admin, async () => {
+        for (const lock of locks) await contender.release(lock);
+      });
+      if (r === 0) continue;
+      samples[index]!.acquires.push(a);
+      samples[index]!.releases.push(b);
+    }
+  }
+  for (const [index, contender] of contenders.entries()) {
+    console.log(describe(`${contender.label} acquire`, samples[index]!.acquires, cycles));
+    console.log(describe(`${contender.label} release`, samples[index]!.releases, cycles));
   }
   await redlock.quit().catch(() => undefined);
 } finally {
