@@ -13,6 +13,8 @@ export interface InspectOptions {
   json: boolean;
   timeoutMs: number;
   maxLockTtl: number;
+  /** --quarantine-from-restart: report each quarantine as such a client sees it. */
+  quarantine: true | 'from-restart';
   tls: Tls;
   out: (text: string) => void;
   /** Warnings (stderr). */
@@ -39,6 +41,7 @@ async function probeAll(options: InspectOptions, extra: { resource?: string; inf
       connected.clients.map((client, index) =>
         probe(client, options.members[index]!.name, {
           maxLockTtl: options.maxLockTtl,
+          fromRestart: options.quarantine === 'from-restart',
           timeoutMs: options.timeoutMs,
           ...extra,
           pinged,

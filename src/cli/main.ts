@@ -56,6 +56,7 @@ async function inspectCommand(
     json: values.json ?? false,
     timeoutMs: values.timeout === undefined ? 1000 : parseDuration('--timeout', values.timeout),
     maxLockTtl: values['max-lock-ttl'] === undefined ? defaults.maxLockTtl : parseDuration('--max-lock-ttl', values['max-lock-ttl']),
+    quarantine: quarantineOf(values),
     tls: readTls(values['tls-ca']),
     out,
     err: (text) => void process.stderr.write(text),

@@ -33,7 +33,7 @@ export async function probe(client: MemberClient, member: string, options: Probe
     result.role = server.role;
     const why = whyNotCounting(server);
     if (why !== undefined) result.notCounting = why;
-    result.epoch = epochOf(epoch, server, msOf(time), options.maxLockTtl);
+    result.epoch = epochOf(epoch, server, msOf(time), options.maxLockTtl, options.fromRestart);
     if (options.info) result.version = server.version;
     if (lock !== undefined) result.lock = lockOf(lock);
   } catch (error) {

@@ -51,6 +51,8 @@ export interface MemberProbe {
 
 export interface ProbeOptions {
   maxLockTtl: number;
+  /** The client's quarantine counts from a member's proven restart (--quarantine-from-restart). */
+  fromRestart?: boolean;
   resource?: string;
   info?: boolean;
   lastError?: () => Error | undefined;
@@ -76,16 +78,19 @@ export const msOf = (time: readonly (string | number)[]) => Number(time[0]) * 10
 
 /**
  * One epoch hash (HMGET ...EPOCH_FIELDS), judged as the scripts judge it (src/lua/_epoch.lua)
- * against the server holding it: stale when another process or data lineage wrote it.
+ * against the server holding it: stale when another process or data lineage wrote it. With
+ * `fromRestart`, the quarantine counts from the restart the epoch proved, where it proved one
+ * (quarantineLeft: what a client with quarantine 'from-restart' sees).
  */
-export function epochOf(values: readonly (string | null | undefined)[], server: ServerFacts, now: number, maxLockTtl: number): EpochState {
+export function epochOf(values: readonly (string | null | undefined)[], server: ServerFacts, now: number, maxLockTtl: number, fromRestart = false): EpochState {
   const fields = epochFields(values);
   const genesis = fields.genesis === '1';
   const fenced = Number(fields.max ?? 0) > 0 ? { fenced: true } : {};
   if (fields.since === undefined || fields.id === undefined) return { state: 'none', genesis, ...fenced };
   if (fields.run_id !== server.runId || fields.replid !== server.replid) return { state: 'stale', genesis, ...fenced };
   const ageMs = now - Number(fields.since);
-  const leftMs = genesis ? 0 : Math.max(0, maxLockTtl - ageMs);
+  const counted = fromRestart && fields.restart !== undefined ? now - Number(fields.restart) : ageMs;
+  const leftMs = genesis ? 0 : Math.max(0, maxLockTtl - counted);
   return leftMs > 0 ? { state: 'quarantined', ageMs, leftMs, genesis, ...fenced } : { state: 'trusted', ageMs, genesis, ...fenced };
 }
 

@@ -99,7 +99,8 @@ status <resource>: per member: reachable, role, PING latency, held, shared (by h
   default 60s); then on how many members it is held, held shared or free, and how many could not
   be read (exit 69 if any).
 members: health of the member set: role, epoch age and quarantine, latency, Redis version.
-  Exits 69 when fewer than a quorum can vote: healthy (reachable masters) and past the restart
+  With --quarantine-from-restart, the quarantine as a client with that flag sees it (counted from a
+  restart the member proved). Exits 69 when fewer than a quorum can vote: healthy (reachable masters) and past the restart
   quarantine; a set that answers but sits out its quarantine fails every lock. A cluster counts as a master
   when CLUSTER INFO says cluster_state:ok and every slot's node answers; its quarantine is that of
   its worst slot epoch (none, stale, quarantined, trusted), with counts per state (status <resource>:

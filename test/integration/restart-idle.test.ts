@@ -13,6 +13,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { EPOCH_KEY } from '../../src/store/keys.js';
 import { processBackend } from '../harness/process.js';
+import { cli } from '../cli/spawn.js';
 import type { MasterSet } from '../harness/types.js';
 import { appendOnly, client, trust } from './masters.js';
 import { fresh, sleep } from './util.js';
@@ -109,6 +110,19 @@ it('a rolling restart with no lock in between: the next run locks at once, excep
   } finally {
     for (const c of readers) c.disconnect();
   }
+
+  // `quorumlock members --quarantine-from-restart` reports the quarantine such a client sees:
+  // members 0 and 1 past it, their restarts over maxLockTtl ago (test/unit/readings.test.ts
+  // checks the count against the default's).
+  const members = set.masters.map((master) => `redis://${master.host}:${master.port}`).join(',');
+  const probed = async (...flags: string[]) => {
+    const report = JSON.parse((await cli(['members', '--json', '--members', members, '--max-lock-ttl', `${MAX_LOCK_TTL}ms`, ...flags]).done).stdout) as {
+      members: { epoch?: { state: string; leftMs?: number } }[];
+    };
+    return report.members.map((member) => member.epoch);
+  };
+  const fromRestart = await probed('--quarantine-from-restart');
+  expect(fromRestart.slice(0, 2).map((epoch) => epoch?.state)).toEqual(['trusted', 'trusted']);
 });
 
 it('counted from the restart, a member restarted just before a lock is still quarantined', async () => {
