@@ -1,7 +1,7 @@
 -- The layout of KEYS, and what a script shares with the client by name: how many resources a call
 -- names (resourceCount; malformed refuses a wrong count), the shared mark (isShared), and the
 -- channel a waiter listens on (notify).
--- Provides: resourceCount, malformed, SHARED_MARK, isShared, WAITER_CHANNEL, channelOf, notify, listening
+-- Provides: resourceCount, malformed, SHARED_MARK, isShared, WAITER_CHANNEL, notify, listening
 -- Needs: nothing
 
 -- KEYS hold 5 keys per resource: the n lock keys, then their n line keys, then their n lease
@@ -33,34 +33,27 @@ end
 -- The prefix of the channel a waiter listens on (keys.ts, waiterChannel).
 local WAITER_CHANNEL = 'quorumlock:waiter:'
 
--- The channel `waiter` listens on: its listener's (the id up to its last '.', without
--- SHARED_MARK: keys.ts, waiterChannel); and true for a waiter of a quorumlock before per-Redlock
--- channels (0.1.0: its id is `<process>.<n>`, one '.'), which listens on a channel of its own.
-local function channelOf(waiter)
+-- Tells `waiter` that it is first in line for `lock`: on its listener's channel (the id up to its
+-- last '.', without SHARED_MARK: keys.ts, waiterChannel), the message its id, or with `stamp`
+-- "<id> <stamp>": the lock was handed to it, by its handover request of that stamp (_wake.lua;
+-- protocol.ts, readWaiterMessage). A waiter of a quorumlock before per-Redlock channels (0.1.0: its
+-- id is `<process>.<n>`, one '.') listens on a channel of its own, for the lock key: it is told
+-- so, and a rolling upgrade still wakes it (it never asks for a handover).
+local function notify(waiter, lock, stamp)
   local id = waiter
   if isShared(id) then
     id = string.sub(id, #SHARED_MARK + 1)
   end
   local listener = string.match(id, '^(.*)%.[^.]*$') or id
   if not string.find(listener, '.', 1, true) then
-    return WAITER_CHANNEL .. waiter, true
+    redis.call('PUBLISH', WAITER_CHANNEL .. waiter, lock)
+    return
   end
-  return WAITER_CHANNEL .. listener, false
-end
-
--- Tells `waiter` that it is first in line for `lock`: on its channel (channelOf), the message its
--- id, or with `stamp` "<id> <stamp>": the lock was handed to it, by its handover request of that
--- stamp (_wake.lua; protocol.ts, readWaiterMessage). A 0.1.0 waiter is told the lock key on its
--- own channel, so a rolling upgrade still wakes it (it never asks for a handover).
-local function notify(waiter, lock, stamp)
-  local channel, old = channelOf(waiter)
-  if old then
-    redis.call('PUBLISH', channel, lock)
-  elseif stamp then
-    redis.call('PUBLISH', channel, waiter .. ' ' .. stamp)
-  else
-    redis.call('PUBLISH', channel, waiter)
+  if stamp then
+    redis.call('PUBLISH', WAITER_CHANNEL .. listener, waiter .. ' ' .. stamp)
+    return
   end
+  redis.call('PUBLISH', WAITER_CHANNEL .. listener, waiter)
 end
 
 -- Whether `waiter` still waits, as far as this server can tell: a connection here is subscribed

@@ -10,10 +10,9 @@
  */
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { resourceKeys } from '../../src/store/keys.js';
 import { contextOf } from '../../src/redlock.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { eventually, fresh, hearsReleases, heldOnEvery } from './util.js';
+import { eventually, fresh, hearsReleases, heldOnEvery, lineLengths, lineOf, requestsOf } from './util.js';
 
 let servers: TestMasters;
 const { client, quitAll } = redlocksOn(() => servers);
@@ -29,9 +28,7 @@ afterEach(async () => {
 });
 afterAll(() => servers?.close());
 
-const lineOf = (resource: string) => resourceKeys([resource])[1]!;
-const requestsOf = (resource: string) => resourceKeys([resource])[4]!;
-const inLine = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(lineOf(resource))));
+const inLine = (resource: string) => lineLengths(servers.clients, resource);
 
 /** The default lease of a place in line: max(1 s, 3 × (200 + 100 + 50)) ms (waiting/line.ts). */
 const DEFAULT_LEASE_MS = 1_050;

@@ -12,9 +12,9 @@
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TcpProxy } from '../chaos/proxy.js';
-import { presenceChannel, resourceKeys } from '../../src/store/keys.js';
+import { presenceChannel } from '../../src/store/keys.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { eventually, fresh, heldOnEvery, sleep } from './util.js';
+import { eventually, fresh, heldOnEvery, lineLengths, lineOf, sleep } from './util.js';
 
 let servers: TestMasters;
 let proxies: TcpProxy[] = [];
@@ -35,8 +35,7 @@ afterAll(async () => {
   await servers?.close();
 });
 
-const lineOf = (resource: string) => resourceKeys([resource])[1]!;
-const inLine = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(lineOf(resource))));
+const inLine = (resource: string) => lineLengths(servers.clients, resource);
 const presentOn = async (waiterId: string) =>
   Promise.all(servers.clients.map(async (c) => Number(((await c.pubsub('NUMSUB', presenceChannel(waiterId))) as (string | number)[])[1])));
 

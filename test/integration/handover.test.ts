@@ -7,10 +7,10 @@
  */
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EPOCH_KEY, presenceChannel, resourceKeys } from '../../src/store/keys.js';
+import { EPOCH_KEY, presenceChannel } from '../../src/store/keys.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
 import { contextOf } from '../../src/redlock.js';
-import { eventually, fresh, hearsReleases, heldOnEvery, onMajority, scriptCalls } from './util.js';
+import { eventually, fresh, hearsReleases, heldOnEvery, lineLengths, lineOf, onMajority, requestsOf, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 const { client, quitAll } = redlocksOn(() => servers);
@@ -68,9 +68,7 @@ async function standIns(resource: string): Promise<void> {
   );
 }
 
-const lineOf = (resource: string) => resourceKeys([resource])[1]!;
-const requestsOf = (resource: string) => resourceKeys([resource])[4]!;
-const inLine = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(lineOf(resource))));
+const inLine = (resource: string) => lineLengths(servers.clients, resource);
 /** Per member: whether a release there reaches the waiter at `place` in line (util.ts, hearsReleases). */
 const hears = (resource: string, place = 0) => hearsReleases(servers.clients, resource, place);
 

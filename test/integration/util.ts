@@ -43,6 +43,13 @@ export async function connected(redlock: Redlock): Promise<Redlock> {
   return redlock;
 }
 
+/** `resource`'s line of waiters and its handover requests, as the scripts name them (resourceKeys). */
+export const lineOf = (resource: string): string => resourceKeys([resource])[1]!;
+export const requestsOf = (resource: string): string => resourceKeys([resource])[4]!;
+
+/** Per member (`clients`, one per member): how many wait in `resource`'s line. */
+export const lineLengths = (clients: readonly Redis[], resource: string): Promise<number[]> => Promise.all(clients.map((c) => c.zcard(lineOf(resource))));
+
 /** Calls of the scripts on one member, from Redis' own command statistics. */
 export async function scriptCalls(member: Redis): Promise<number> {
   const info = await member.info('commandstats');
@@ -73,7 +80,7 @@ export function heldOnEvery(clients: readonly Redis[], key: string, value: strin
  * woken waits until a majority would tell the waiter (hearsReleases): all a wake needs.
  */
 export async function listeningInLine(clients: readonly Redis[], resource: string): Promise<boolean[][]> {
-  const line = resourceKeys([resource])[1]!;
+  const line = lineOf(resource);
   return Promise.all(
     clients.map(async (c) => {
       const waiters = await c.zrange(line, '0', '-1');

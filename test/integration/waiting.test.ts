@@ -5,8 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type Lock } from '../../src/index.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { eventually, fresh, hearsReleases, heldOnEvery, listeningInLine, onMajority, sleep, scriptCalls } from './util.js';
-import { resourceKeys } from '../../src/store/keys.js';
+import { eventually, fresh, hearsReleases, heldOnEvery, lineLengths, lineOf, listeningInLine, onMajority, sleep, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 const { client, quitAll } = redlocksOn(() => servers);
@@ -20,9 +19,8 @@ afterEach(async () => {
 });
 afterAll(() => servers?.close());
 
-const lineOf = (resource: string) => resourceKeys([resource])[1]!;
 const lines = (resource: string) => Promise.all(servers.clients.map((c) => c.zrange(lineOf(resource), '0', '-1')));
-const inLine = (resource: string) => Promise.all(servers.clients.map((c) => c.zcard(lineOf(resource))));
+const inLine = (resource: string) => lineLengths(servers.clients, resource);
 /** Whether a release on a majority would reach the waiter at `place` in line (util.ts, hearsReleases). */
 const heardOnMajority = async (resource: string, place = 0) => onMajority(await hearsReleases(servers.clients, resource, place));
 
