@@ -1,0 +1,241 @@
+/**
+ * The adapter for ioredis (5, 6) and iovalkey, its fork with the same API: a Redis (one master,
+ * or a Sentinel-managed group, which the client follows to its master) or a Cluster.
+ *
+ * What these libraries do (docs/clients.md has the table): a command written but not answered
+ * when the socket closed is written again after the reconnect, possibly to another process
+ * (`autoResendUnfulfilledCommands`, on by default); commands made while disconnected wait in the
+ * offline queue (ioredis 6: up to ~73 s of retries; iovalkey ~10 s); calls on one connection are
+ * written in the order they were made, but `enableAutoPipelining` queues some for a later tick,
+ * so our scripts are kept out of it (keepOutOfAutoPipelining).
+ *
+ * Nothing here imports ioredis: the classes come from the user's client (its constructor), so a
+ * project with only iovalkey (or only node-redis) installed never loads ioredis.
+ */
+import { createHash } from 'node:crypto';
+import { scripts, type ScriptName } from '../store/scripts.js';
+import type { Connection, ConnectionEvent, Loader, Subscription } from './connection.js';
+import { memberIdOf, type ClientShape } from './id.js';
+
+/** What quorumlock uses of an ioredis or iovalkey Redis, typed loosely so both libraries' classes fit. */
+export interface IoredisLike {
+  status: string;
+  options: object;
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
+  duplicate(...args: any[]): any; // eslint-disable-line @typescript-eslint/no-explicit-any -- both libraries' own overloads must fit
+  on(event: any, listener: (...args: any[]) => void): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
+  info(...args: any[]): Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
+}
+
+/** An ioredis (or iovalkey) Cluster: an IoredisLike that also lists its nodes. */
+export interface IoredisClusterLike extends IoredisLike {
+  isCluster: boolean;
+  nodes(role?: any): any[]; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
+}
+
+/** The ioredis surface the adapter calls, typed for its own use (the public types above stay loose). */
+interface Client {
+  status: string;
+  options: {
+    keyPrefix?: string;
+    enableAutoPipelining?: boolean;
+    autoPipeliningIgnoredCommands?: string[];
+    autoResendUnfulfilledCommands?: boolean;
+    reconnectOnError?: unknown;
+    retryStrategy?: ((times: number) => number | void | null) | null;
+  };
+  retryAttempts?: number;
+  isCluster?: boolean;
+  stream?: { cork(): void; uncork(): void; writable?: boolean };
+  constructor: { Command?: new (name: string, args: readonly string[], options: object) => object };
+  defineCommand(name: string, definition: { lua: string }): void;
+  sendCommand(command: object): Promise<unknown>;
+  info(section?: string): Promise<string>;
+  connect(): Promise<void>;
+  disconnect(): void;
+  duplicate(overrides?: object): Client;
+  nodes(role: 'master'): Client[];
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  once(event: string, listener: (...args: never[]) => void): unknown;
+  off(event: string, listener: (...args: never[]) => void): unknown;
+  subscribe(...channels: string[]): Promise<unknown>;
+  unsubscribe(...channels: string[]): Promise<unknown>;
+  multi(): { script(op: 'LOAD', text: string): unknown; info(section: string): unknown; exec(): Promise<[Error | null, unknown][] | null> };
+}
+
+/** Whether `client` is one of these libraries' clients (or a stand-in shaped like one). */
+export const isIoredis = (client: object): client is IoredisLike => typeof (client as IoredisLike).defineCommand === 'function';
+
+/**
+ * The name each script's command has on a client: the script's name and a digest of its text.
+ * Two copies of quorumlock in one process that share clients (a dependency bundling another
+ * version) then each run their own scripts: ioredis keeps one script per command name, and the
+ * first copy to define a name would otherwise serve the other one's calls with its own text.
+ * Prefixed, so they cannot clash with the user's own commands.
+ */
+export const commandNames = Object.fromEntries(
+  Object.entries(scripts).map(([name, lua]) => [name, `${name}_${createHash('sha1').update(lua).digest('hex').slice(0, 12)}`]),
+) as Record<ScriptName, string>;
+
+/** A script's command on a client: its key count, then its keys, then its arguments. */
+export type ScriptCommand = (keyCount: number | string, ...keysThenArgs: (string | number)[]) => Promise<unknown>;
+
+/**
+ * Registers our scripts on the client. ioredis' defineCommand sends EVAL the first time on each
+ * socket and EVALSHA after that, and falls back to EVAL on NOSCRIPT, so a member that restarted
+ * with an empty script cache works without an extra round trip.
+ */
+export function registerScripts(client: object): void {
+  for (const [name, lua] of Object.entries(scripts)) {
+    const command = commandNames[name as ScriptName];
+    // The same client may serve several Redlock instances: define once.
+    if (typeof (client as Record<string, unknown>)[command] !== 'function') (client as Client).defineCommand(command, { lua });
+  }
+}
+
+/** The command of script `name` on a client (or a pipeline) that registerScripts() prepared. */
+export function scriptCommand(client: object, name: ScriptName): ScriptCommand {
+  return (client as Record<string, ScriptCommand>)[commandNames[name]]!.bind(client);
+}
+
+/**
+ * Our scripts never go through ioredis' auto-pipelining, whatever the user's setting: its queue
+ * flushes on a later tick and not while another batch awaits replies, so a command written
+ * directly could overtake a queued one (calls must keep their order). On a Cluster it would also
+ * batch them by the node of their first argument, which for a script is its key count, not a key.
+ */
+export function keepOutOfAutoPipelining(client: object): void {
+  const options = (client as Client).options;
+  if (!options.enableAutoPipelining) return;
+  options.autoPipeliningIgnoredCommands = [...new Set([...(options.autoPipeliningIgnoredCommands ?? []), ...Object.values(commandNames)])];
+}
+
+const stateOf = (status: string): Connection['state'] =>
+  status === 'ready' ? 'ready' : status === 'wait' ? 'waiting' : status === 'end' ? 'ended' : 'connecting';
+
+/** Options of our EVALSHA commands: replies as text, the client's prefix on keys. */
+const commandOptions = (client: Client) => ({ replyEncoding: 'utf8', keyPrefix: client.options.keyPrefix || undefined });
+
+export function ioredisConnection(user: IoredisLike): Connection {
+  const client = user as unknown as Client;
+  registerScripts(client);
+  keepOutOfAutoPipelining(client);
+  const isCluster = client.isCluster === true;
+  const commands = new Map<ScriptName, ScriptCommand>();
+  const options = commandOptions(client);
+  const Command = client.constructor.Command;
+  return {
+    library: 'ioredis',
+    id: memberIdOf(client as ClientShape),
+    keyPrefix: client.options.keyPrefix ?? '',
+    isCluster,
+    get state() {
+      return stateOf(client.status);
+    },
+    get everRetried() {
+      return (client.retryAttempts ?? 0) > 0;
+    },
+    resends: client.options.autoResendUnfulfilledCommands !== false,
+    on: (event: ConnectionEvent, listener: () => void) => void client.on(event, listener),
+    off: (event: ConnectionEvent, listener: () => void) => void client.off(event, listener),
+    script(name, keys, args) {
+      let command = commands.get(name);
+      if (command === undefined) commands.set(name, (command = scriptCommand(client, name)));
+      return command(String(keys.length), ...keys, ...args);
+    },
+    // A stand-in without INFO (the drift simulator's) has no facts to read.
+    info: typeof client.info === 'function' ? (section) => (section === undefined ? client.info() : client.info(section)) : undefined,
+    connect: () => client.connect(),
+    masters: isCluster ? (section) => mastersInfo(client, section) : undefined,
+    // ioredis writes each Cluster call on its node's connection itself: nothing of ours to cork.
+    cork: isCluster ? undefined : () => corkStream(client),
+    // Only ioredis' and iovalkey's own Redis (its Command class): a bound call must take the same
+    // write path as every other (sendCommand is what the script commands end in).
+    evalsha:
+      isCluster || Command === undefined
+        ? undefined
+        : (sha, keys, args) => client.sendCommand(new Command('evalsha', [sha, String(keys.length), ...keys, ...args], options)),
+    // A reconnectOnError would re-send a bound call that met NOSCRIPT, reconnecting forever.
+    loader: isCluster || Command === undefined || client.options.reconnectOnError != null ? undefined : () => loaderOf(client),
+    subscriber: (wanted) => subscriptionOf(subscriberOf(client, wanted)),
+  };
+}
+
+/** Corks the socket for the rest of the tick when it is ready; the function returned uncorks. */
+function corkStream(client: Client): (() => void) | undefined {
+  const stream = client.stream;
+  if (!stream || typeof stream.cork !== 'function' || !stream.writable || client.status !== 'ready') return undefined;
+  stream.cork();
+  return () => stream.uncork();
+}
+
+/** INFO of every master node of a Cluster, once its client knows them (it is ready). */
+async function mastersInfo(cluster: Client, section: string | undefined): Promise<string[]> {
+  if (cluster.status !== 'ready') await new Promise((resolve) => cluster.once('ready', resolve));
+  return Promise.all(cluster.nodes('master').map((node) => (section === undefined ? node.info() : node.info(section))));
+}
+
+/**
+ * A subscriber connection with the client's options. Re-subscribing after a reconnect is the
+ * subscriber's own job (waiting/notifications.ts), with every promise handled: ioredis'
+ * autoResubscribe leaves its SUBSCRIBE unhandled. It reconnects as the user's client would, but
+ * only while someone waits: a member that is down must not keep reconnect timers (and the
+ * process) alive after the last wait.
+ */
+function subscriberOf(client: Client, wanted: () => boolean): Client {
+  const userStrategy = client.options.retryStrategy;
+  return client.duplicate({
+    autoResubscribe: false,
+    retryStrategy: (times: number) => (wanted() ? (userStrategy ? userStrategy(times) : Math.min(times * 50, 2000)) : null),
+  });
+}
+
+function subscriptionOf(connection: Client): Subscription {
+  return {
+    get state() {
+      return stateOf(connection.status);
+    },
+    on: (event, listener) => void connection.on(event, listener),
+    onMessage: (listener) => void connection.on('message', listener),
+    onError: (listener) => void connection.on('error', listener),
+    // A lazyConnect client would otherwise never connect: nothing is sent until it is ready.
+    connect: () => void (connection.status === 'wait' ? connection.connect().catch(() => undefined) : undefined),
+    subscribe: (...channels) => connection.subscribe(...channels),
+    unsubscribe: (...channels) => connection.unsubscribe(...channels),
+    close: () => connection.disconnect(),
+  };
+}
+
+/** Our own connection for bound copies: it never re-sends a command, queues nothing offline, and does not reconnect. */
+function loaderOf(client: Client): Loader {
+  const loader = client.duplicate({
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    autoResubscribe: false,
+    enableAutoPipelining: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  loader.on('error', () => undefined);
+  // Never past the user's client: a loader must not keep the process alive once they quit.
+  const close = () => loader.disconnect();
+  client.once('end', close);
+  return {
+    connect: () => loader.connect(),
+    info: (section) => loader.info(section),
+    async loadAll(texts) {
+      const transaction = loader.multi();
+      for (const text of texts) transaction.script('LOAD', text);
+      transaction.info('server');
+      const replies = (await transaction.exec()) ?? [];
+      const failed = replies.find(([error]) => error);
+      if (failed) throw failed[0] as Error;
+      return { shas: replies.slice(0, texts.length).map(([, sha]) => String(sha)), info: String(replies[texts.length]?.[1]) };
+    },
+    close() {
+      client.off('end', close);
+      close();
+    },
+  };
+}
