@@ -23,7 +23,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 
 rmSync('dist', { recursive: true, force: true });
 execFileSync(process.execPath, ['scripts/embed-lua.mjs'], { stdio: 'inherit' });
-const common = { bundle: true, platform: 'node', target: 'node20', external: ['ioredis'], logLevel: 'warning' };
+const common = { bundle: true, platform: 'node', target: 'node20', external: ['ioredis', 'iovalkey'], logLevel: 'warning' };
 const cliDir = resolve('src/cli');
 const outsideCli = (path) => !resolve(path).startsWith(cliDir + '/');
 

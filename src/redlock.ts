@@ -8,7 +8,7 @@ import { argumentError, LockAcquireError } from './errors.js';
 import { Lock, type LockContext, type ReleaseResult } from './lock/lock.js';
 import { releaseOn } from './quorum/release.js';
 import { describeVotes } from './quorum/votes.js';
-import type { MemberClient } from './members/id.js';
+import type { MemberClient } from './clients/index.js';
 import { RedisMember } from './members/redis-member.js';
 import {
   checkAcquireOptions,

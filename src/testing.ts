@@ -12,15 +12,16 @@
  * brand new hides the very hazard the quarantine guards against (docs/testing.md, "Suites that
  * wipe Redis"). It refuses to run with NODE_ENV=production, and outside a test runner unless told.
  */
-import { Command, type Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { connectionOf, type Connection, type MemberClient } from './clients/index.js';
+import { scriptCommand, type ScriptCommand } from './clients/ioredis.js';
 import { ResetMembersError, TestingOnlyError } from './errors.js';
 import { clusterTopology } from './members/cluster.js';
 import { serverTopology } from './members/redis-member.js';
-import { isClusterClient, keyPrefixOf, memberId, type MemberClient } from './members/id.js';
 import { isUntouchedGenesis, slotOf } from './store/keys.js';
 import { decodeEpoch, trustArgs } from './store/protocol.js';
 import { serverFacts } from './store/server.js';
-import { keepOutOfAutoPipelining, registerScripts, scriptCommand, type ScriptCommand, type ScriptName } from './store/scripts.js';
+import type { ScriptName } from './store/scripts.js';
 
 export interface ResetOptions {
   /**
@@ -70,36 +71,38 @@ function refuseOutsideTests(options: ResetOptions): void {
 }
 
 /** A Cluster's slot map is only known once it is ready: wait for it (connect it when lazy). */
-async function ready(client: MemberClient): Promise<void> {
-  if (client.status === 'ready') return;
-  if (client.status === 'end') throw new ResetMembersError(memberId(client), 'was closed (quit or disconnect)');
-  if (client.status === 'wait') {
+async function ready(client: Connection): Promise<void> {
+  if (client.state === 'ready') return;
+  if (client.state === 'ended') throw new ResetMembersError(client.id, 'was closed (quit or disconnect)');
+  if (client.state === 'waiting') {
     await client.connect();
     return;
   }
   await new Promise<void>((resolve, reject) => {
     const onReady = () => {
       client.off('end', onEnd);
+      client.off('ready', onReady);
       resolve();
     };
     const onEnd = () => {
+      client.off('end', onEnd);
       client.off('ready', onReady);
-      reject(new ResetMembersError(memberId(client), 'ended before it was ready'));
+      reject(new ResetMembersError(client.id, 'ended before it was ready'));
     };
-    client.once('ready', onReady);
-    client.once('end', onEnd);
+    client.on('ready', onReady);
+    client.on('end', onEnd);
   });
 }
 
-/** Sends `name args` on one node's own connection, with no keyPrefix applied (SCAN returns full names). */
+/** Sends `name args` on one node's own connection (a Cluster's nodes apply no keyPrefix: SCAN returns full names). */
 function raw<T>(node: Redis, name: string, args: (string | number)[]): Promise<T> {
-  return node.sendCommand(new Command(name, args, { replyEncoding: 'utf8' })) as Promise<T>;
+  return node.call(name, ...args) as Promise<T>;
 }
 
-/** A pipeline on one node's connection, commands added unprefixed (Pipeline.sendCommand is untyped). */
+/** A pipeline on one node's connection (unprefixed, as raw()). */
 function rawPipeline(node: Redis, name: string, keys: readonly string[]): Promise<[Error | null, unknown][]> {
-  const pipeline = node.pipeline() as unknown as { sendCommand(command: Command): void; exec(): Promise<[Error | null, unknown][] | null> };
-  for (const key of keys) pipeline.sendCommand(new Command(name, [key], { replyEncoding: 'utf8' }));
+  const pipeline = node.pipeline();
+  for (const key of keys) pipeline.call(name, key);
   return pipeline.exec().then((replies) => replies ?? []);
 }
 
@@ -150,27 +153,28 @@ async function resetNode(node: Redis, markers: ReadonlySet<string>, wiping: bool
  * node: each epoch is read (epoch.lua) and the trust bound to it (src/lua/_bound.lua), as every
  * write is; the wipe that came before was answered first, so the epoch read is the new one.
  */
-async function declareNew(client: MemberClient, keys: readonly string[]): Promise<void> {
-  keepOutOfAutoPipelining(client as Redis);
-  registerScripts(client as Redis);
+async function declareNew(connection: Connection, client: MemberClient, keys: readonly string[]): Promise<void> {
   // The quarantine given only sizes the reply ('ms that were left'): genesis ends it for any ttl.
   const args = trustArgs('new', 0);
-  if (!isClusterClient(client)) {
-    const read = scriptCommand(client, 'quorumlockEpoch');
-    const trust = scriptCommand(client, 'quorumlockTrust');
-    await Promise.all(keys.map(async (key) => trust(1, key, decodeEpoch(await read(1, key)).id, ...args)));
+  if (!connection.isCluster) {
+    await Promise.all(
+      keys.map(async (key) => connection.script('quorumlockTrust', [key], [decodeEpoch(await connection.script('quorumlockEpoch', [key], [])).id, ...args])),
+    );
     return;
   }
-  const prefix = keyPrefixOf(client);
+  if (connection.library !== 'ioredis')
+    throw new ResetMembersError(connection.id, `is a ${connection.library} Cluster: resetMembers() resets ioredis and iovalkey Clusters only`);
+  const cluster = client as unknown as Cluster;
+  const prefix = connection.keyPrefix;
   const byNode = new Map<string, string[]>();
   for (const key of keys) {
-    const node = client.slots[slotOf(prefix + key)]?.[0] ?? '';
+    const node = cluster.slots[slotOf(prefix + key)]?.[0] ?? '';
     let group = byNode.get(node);
     if (!group) byNode.set(node, (group = []));
     group.push(key);
   }
   const inPipeline = async (group: readonly string[], call: (pipelined: ScriptCommand, key: string, index: number) => void, name: ScriptName) => {
-    const pipeline = client.pipeline() as unknown as { exec(): Promise<[Error | null, unknown][] | null> };
+    const pipeline = cluster.pipeline() as unknown as { exec(): Promise<[Error | null, unknown][] | null> };
     const command = scriptCommand(pipeline, name);
     group.forEach((key, index) => call(command, key, index));
     const replies = (await pipeline.exec()) ?? [];
@@ -187,28 +191,31 @@ async function declareNew(client: MemberClient, keys: readonly string[]): Promis
 
 /** One member: a server (FLUSHDB, one marker) or a Cluster (node by node, 16384 markers). */
 async function resetMember(client: MemberClient, wiping: boolean): Promise<ResetReport> {
-  await ready(client);
-  if (!isClusterClient(client)) {
+  const connection = connectionOf(client);
+  await ready(connection);
+  if (!connection.isCluster) {
     // The wipe is answered before the marker is written: a FLUSHDB still queued (an
     // auto-pipelined client) must not run after it and delete it again.
-    if (wiping) await (client as Redis).flushdb();
-    const keys = serverTopology(client as Redis).everyEpochKey();
-    await declareNew(client, keys);
-    return { member: memberId(client), wiped: wiping ? 1 : 0, epochs: keys.length };
+    if (wiping) await connection.command(['FLUSHDB']);
+    const keys = serverTopology(connection).everyEpochKey();
+    await declareNew(connection, client, keys);
+    return { member: connection.id, wiped: wiping ? 1 : 0, epochs: keys.length };
   }
   // A Cluster: a wipe must go node by node (a DEL of keys from many slots fails with CROSSSLOT).
   // Markers still brand new and untouched are kept, so a reset between tests re-declares only
   // the slots a test used with fencing, not all 16384 (about 20 µs of server time each).
-  const prefix = keyPrefixOf(client);
-  const keys = clusterTopology(client, prefix).everyEpochKey();
+  if (connection.library !== 'ioredis')
+    throw new ResetMembersError(connection.id, `is a ${connection.library} Cluster: resetMembers() resets ioredis and iovalkey Clusters only`);
+  const prefix = connection.keyPrefix;
+  const keys = clusterTopology(connection).everyEpochKey();
   const markers = new Set(keys.map((key) => prefix + key));
-  const masters = client.nodes('master');
-  if (masters.length === 0) throw new ResetMembersError(memberId(client), 'has no master node');
+  const masters = (client as unknown as Cluster).nodes('master');
+  if (masters.length === 0) throw new ResetMembersError(connection.id, 'has no master node');
   const kept = new Set<string>();
   for (const node of await Promise.all(masters.map((master) => resetNode(master, markers, wiping)))) for (const key of node.kept) kept.add(key);
   const stale = keys.filter((key) => !kept.has(prefix + key));
-  await declareNew(client, stale);
-  return { member: memberId(client), wiped: wiping ? masters.length : 0, epochs: stale.length };
+  await declareNew(connection, client, stale);
+  return { member: connection.id, wiped: wiping ? masters.length : 0, epochs: stale.length };
 }
 
 /**

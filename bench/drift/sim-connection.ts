@@ -12,7 +12,7 @@
  * rollback argument in src/quorum/release.ts relies on exactly that).
  */
 import type { ManualClock } from '../../src/index.js';
-import { commandNames } from '../../src/store/scripts.js';
+import { commandNames } from '../../src/clients/ioredis.js';
 import { sha1 } from '../../test/model/lua-vm.js';
 import type { SimMember } from './sim-member.js';
 

@@ -4,7 +4,7 @@
  * connection error) and its vote. "127.0.0.1:6390/0: connection refused (ECONNREFUSED)" rather
  * than "3 timed out".
  */
-import type { MemberClient } from '../members/id.js';
+import type { MemberClient } from './members.js';
 import type { MemberVote } from '../quorum/votes.js';
 import { formatMs } from './duration.js';
 

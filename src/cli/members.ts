@@ -3,8 +3,12 @@
  * connecting with bounded per-command timeouts, closing.
  */
 import { readFileSync } from 'node:fs';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { memberId, type MemberClient } from '../members/id.js';
+import type { Cluster as ClusterClient, ClusterOptions, Redis as RedisClient, RedisOptions } from 'ioredis';
+import { Cluster, Redis } from './library.js';
+import { memberIdOf, type ClientShape } from '../clients/id.js';
+
+/** The clients the CLI makes (library.ts says with which library). */
+export type MemberClient = RedisClient | ClusterClient;
 import { UsageError } from './errors.js';
 
 export interface NodeAddress {
@@ -21,7 +25,7 @@ export interface MemberUrl {
   /** As given (may contain a password: never print it; print `name`). */
   url: string;
   /**
-   * How quorumlock names the member (memberId() in src/members/id.ts): host:port/db,
+   * How quorumlock names the member (memberIdOf() in src/clients/id.ts): host:port/db,
    * sentinel:<master>@<sentinels, sorted>/db, or cluster:<seed nodes, sorted>.
    */
   name: string;
@@ -106,7 +110,7 @@ function portText(text: string): string | undefined {
  * memberId reads only `options` (host, port, db, sentinels, name) and `startupNodes`.
  */
 function nameOf(shape: { options?: object; startupNodes?: NodeAddress[] }): string {
-  return memberId(shape as unknown as MemberClient);
+  return memberIdOf(shape as unknown as ClientShape);
 }
 
 /**
@@ -293,7 +297,7 @@ export function client(member: MemberUrl, { commandTimeoutMs, connectTimeoutMs }
 }
 
 /** A client's connections: a Redis' own, a Cluster's one per node. */
-function sockets(member: MemberClient): Redis[] {
+function sockets(member: MemberClient): RedisClient[] {
   return member instanceof Cluster ? member.nodes('all') : [member];
 }
 

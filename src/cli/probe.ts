@@ -1,7 +1,7 @@
 /** Reads one member's state for `status` and `members`: never writes, never prints a lock value. */
 import { performance } from 'node:perf_hooks';
-import { Cluster } from 'ioredis';
-import type { MemberClient } from '../members/id.js';
+import { Cluster } from './library.js';
+import type { MemberClient } from './members.js';
 import { EPOCH_FIELDS, EPOCH_KEY } from '../store/keys.js';
 import { serverFacts, whyNotCounting } from '../store/server.js';
 import { probeCluster } from './probe-cluster.js';

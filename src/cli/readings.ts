@@ -1,6 +1,6 @@
 /** What `status` and `members` read of a member, and how a reading is judged (shared by the server and the cluster probe). */
 import { createHash } from 'node:crypto';
-import type { MemberClient } from '../members/id.js';
+import type { MemberClient } from './members.js';
 import { epochFields, readersKeyOf } from '../store/keys.js';
 import type { ServerFacts } from '../store/server.js';
 

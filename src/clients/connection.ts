@@ -58,6 +58,11 @@ export interface Connection {
    */
   readonly info: ((section?: string) => Promise<string>) | undefined;
   /**
+   * Sends one command as it is (`args`: its name, then its arguments) and resolves with the reply.
+   * Not for the lock's calls (they are script()'s): for quorumlock/testing and the CLI.
+   */
+  command(args: readonly string[]): Promise<unknown>;
+  /**
    * Starts connecting a lazy client (state 'waiting'); resolves once ready, rejects if it fails.
    * Only for quorumlock/testing and the CLI: a Redlock never connects the user's client.
    */

@@ -24,7 +24,7 @@ export interface ClientDescription {
 }
 
 /** The supported libraries, as errors list them. */
-export const SUPPORTED = 'an ioredis or iovalkey client';
+export const SUPPORTED = 'a client of ioredis, iovalkey, node-redis (redis) or Valkey GLIDE';
 
 /** What `client` is, or undefined when it is no supported library's client. */
 export function describeClient(client: unknown): ClientDescription | undefined {

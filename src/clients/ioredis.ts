@@ -47,10 +47,10 @@ interface Client {
   retryAttempts?: number;
   isCluster?: boolean;
   stream?: { cork(): void; uncork(): void; writable?: boolean };
-  constructor: { Command?: new (name: string, args: readonly string[], options: object) => object };
   defineCommand(name: string, definition: { lua: string }): void;
-  sendCommand(command: object): Promise<unknown>;
+  evalsha(sha: string, keyCount: string, ...keysThenArgs: string[]): Promise<unknown>;
   info(section?: string): Promise<string>;
+  call(name: string, ...args: string[]): Promise<unknown>;
   connect(): Promise<void>;
   disconnect(): void;
   duplicate(overrides?: object): Client;
@@ -107,14 +107,12 @@ export function scriptCommand(client: object, name: ScriptName): ScriptCommand {
 export function keepOutOfAutoPipelining(client: object): void {
   const options = (client as Client).options;
   if (!options.enableAutoPipelining) return;
-  options.autoPipeliningIgnoredCommands = [...new Set([...(options.autoPipeliningIgnoredCommands ?? []), ...Object.values(commandNames)])];
+  // evalsha too: bound copies are called by it (ioredisConnection).
+  options.autoPipeliningIgnoredCommands = [...new Set([...(options.autoPipeliningIgnoredCommands ?? []), ...Object.values(commandNames), 'evalsha'])];
 }
 
 const stateOf = (status: string): Connection['state'] =>
   status === 'ready' ? 'ready' : status === 'wait' ? 'waiting' : status === 'end' ? 'ended' : 'connecting';
-
-/** Options of our EVALSHA commands: replies as text, the client's prefix on keys. */
-const commandOptions = (client: Client) => ({ replyEncoding: 'utf8', keyPrefix: client.options.keyPrefix || undefined });
 
 export function ioredisConnection(user: IoredisLike): Connection {
   const client = user as unknown as Client;
@@ -122,8 +120,8 @@ export function ioredisConnection(user: IoredisLike): Connection {
   keepOutOfAutoPipelining(client);
   const isCluster = client.isCluster === true;
   const commands = new Map<ScriptName, ScriptCommand>();
-  const options = commandOptions(client);
-  const Command = client.constructor.Command;
+  // A client without EVALSHA is a test's stand-in: it runs the scripts by their commands only.
+  const bindable = !isCluster && typeof client.evalsha === 'function';
   return {
     library: 'ioredis',
     id: memberIdOf(client as ClientShape),
@@ -145,18 +143,16 @@ export function ioredisConnection(user: IoredisLike): Connection {
     },
     // A stand-in without INFO (the drift simulator's) has no facts to read.
     info: typeof client.info === 'function' ? (section) => (section === undefined ? client.info() : client.info(section)) : undefined,
+    command: ([name, ...rest]) => client.call(name!, ...rest),
     connect: () => client.connect(),
     masters: isCluster ? (section) => mastersInfo(client, section) : undefined,
     // ioredis writes each Cluster call on its node's connection itself: nothing of ours to cork.
     cork: isCluster ? undefined : () => corkStream(client),
-    // Only ioredis' and iovalkey's own Redis (its Command class): a bound call must take the same
-    // write path as every other (sendCommand is what the script commands end in).
-    evalsha:
-      isCluster || Command === undefined
-        ? undefined
-        : (sha, keys, args) => client.sendCommand(new Command('evalsha', [sha, String(keys.length), ...keys, ...args], options)),
+    // The same write path as the script commands (both end in sendCommand, outside auto-pipelining),
+    // so a bound call keeps its place among the others; keys get the client's keyPrefix, replies are text.
+    evalsha: bindable ? (sha, keys, args) => client.evalsha(sha, String(keys.length), ...keys, ...args) : undefined,
     // A reconnectOnError would re-send a bound call that met NOSCRIPT, reconnecting forever.
-    loader: isCluster || Command === undefined || client.options.reconnectOnError != null ? undefined : () => loaderOf(client),
+    loader: bindable && client.options.reconnectOnError == null ? () => loaderOf(client) : undefined,
     subscriber: (wanted) => subscriptionOf(subscriberOf(client, wanted)),
   };
 }

@@ -30,8 +30,9 @@
  *   the watch's listeners run in.
  * Where any of this cannot be known (Redis < 7 and KeyDB, where SCRIPT LOAD is propagated: checked
  * on the process the loader reached too; Dragonfly, which has no run id; a Cluster, whose calls spread
- * over nodes; a client that is not ioredis' own Redis, or whose reconnectOnError may re-send a
- * call that met NOSCRIPT forever; no permission for SCRIPT LOAD or MULTI), the generic scripts
+ * over nodes; a client whose adapter cannot make such a loader (clients/connection.ts: only the
+ * ioredis one, and not with a reconnectOnError, which may re-send a call that met NOSCRIPT
+ * forever); no permission for SCRIPT LOAD or MULTI), the generic scripts
  * read INFO server, as before.
  *
  * What it costs the server: two scripts (~11 KB each, with their compiled code) per bound
@@ -40,7 +41,7 @@
  * loaded only where the loader reached the very process the client's own connection reports.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Connection, Loader } from '../clients/index.js';
 import type { Logger } from '../diagnostics.js';
 import { BINDABLE, boundLua, type Bindable } from '../store/scripts.js';
 import { hasRunId, keepsScriptsLocal, serverFacts, type ServerFacts } from '../store/server.js';
@@ -65,7 +66,7 @@ const bindings = new WeakMap<object, ScriptBinding>();
 
 /** What a binding needs of its member: the client, its server watch, its name, a logger; `usable`: its topology allows binding. */
 export interface BindingOf {
-  client: Redis;
+  client: Connection;
   server: ServerWatch;
   member: string;
   logger: Logger;
@@ -85,7 +86,7 @@ export interface BoundCopies {
 }
 
 export class ScriptBinding {
-  readonly #client: Redis;
+  readonly #client: Connection;
   /** What the client's own connection says of its server (watch.ts): a copy is used only for that process. */
   readonly #server: ServerWatch;
   readonly #member: string;
@@ -103,9 +104,8 @@ export class ScriptBinding {
     this.#server = server;
     this.#member = member;
     this.#logger = logger;
-    // Only ioredis' own Redis class gives the guarantees above (duplicate, MULTI, sendCommand);
-    // a reconnectOnError would re-send a bound call that met NOSCRIPT, reconnecting forever.
-    this.#off = !usable || !(client instanceof Redis) || client.options.reconnectOnError != null;
+    // Only an adapter that can make a loader and call a copy on the ordered path (the ioredis one).
+    this.#off = !usable || client.loader === undefined || client.evalsha === undefined;
     server.listeners.add(() => this.#follow());
     this.#follow();
   }
@@ -129,23 +129,11 @@ export class ScriptBinding {
     if (this.#loading || this.#off) return;
     this.#loading = true;
     // Our own connection: it never re-sends a command after a reconnect, queues nothing while
-    // disconnected, and does not reconnect at all.
-    const loader = this.#client.duplicate({
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      autoResubscribe: false,
-      enableAutoPipelining: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    loader.on('error', () => undefined);
-    // Never longer than LOAD_TIMEOUT_MS, and never past the user's client: a loader must not
-    // keep the process alive once they quit.
-    const close = () => loader.disconnect();
-    const deadline = setTimeout(close, LOAD_TIMEOUT_MS);
+    // disconnected, does not reconnect at all, and closes with the user's client.
+    const loader = this.#client.loader!();
+    // Never longer than LOAD_TIMEOUT_MS: a loader must not keep the process alive.
+    const deadline = setTimeout(() => loader.close(), LOAD_TIMEOUT_MS);
     deadline.unref();
-    this.#client.once('end', close);
     this.#bindOn(loader)
       .catch((error: Error & { previousErrors?: Error[] }) => {
         // An ACL refusal inside MULTI surfaces as EXECABORT, with the NOPERM among previousErrors.
@@ -166,12 +154,11 @@ export class ScriptBinding {
       .finally(() => {
         this.#loading = false;
         clearTimeout(deadline);
-        this.#client.off('end', close);
-        close();
+        loader.close();
       });
   }
 
-  async #bindOn(loader: Redis): Promise<void> {
+  async #bindOn(loader: Loader): Promise<void> {
     await loader.connect();
     const facts = serverFacts(await loader.info('server'));
     const { runId } = facts;
@@ -182,15 +169,10 @@ export class ScriptBinding {
     const nonce = randomBytes(8).toString('hex');
     const names = Object.keys(BINDABLE) as Bindable[];
     const texts = names.map((name) => boundLua(BINDABLE[name], runId, nonce));
-    const transaction = loader.multi();
-    for (const text of texts) transaction.script('LOAD', text);
-    transaction.info('server');
-    const replies = (await transaction.exec()) ?? [];
-    const failed = replies.find(([error]) => error);
-    if (failed) throw failed[0] as Error;
-    const ranIn = serverFacts(String(replies[texts.length]?.[1])).runId;
+    const loaded = await loader.loadAll(texts);
+    const ranIn = serverFacts(loaded.info).runId;
     const shas = texts.map(sha1);
-    if (ranIn !== runId || shas.some((sha, index) => replies[index]?.[1] !== sha)) {
+    if (ranIn !== runId || shas.some((sha, index) => loaded.shas[index] !== sha)) {
       // The transaction ran in another process than the INFO before it named (a restart, or a
       // proxy that switched servers, in between). Its copies are never called; stop binding.
       this.#off = true;

@@ -20,6 +20,7 @@
  * the epoch found; after that it counts as an error (EpochChangedError). Cleanups (release,
  * leave) are always sent once more: they take away only what is ours (redis-member.ts).
  */
+import type { Connection } from '../clients/index.js';
 import { epochChangedError, notMasterError } from '../errors.js';
 
 /** What the client knows of one epoch hash of a member. */
@@ -41,12 +42,7 @@ const books = new WeakMap<object, EpochBook>();
  * socket and one epoch hash (`single`: a server, not a Cluster) has it read at once and at every
  * new connection.
  */
-export function epochBookOf(
-  client: { status: string; on(event: 'ready', listener: () => void): unknown },
-  member: string,
-  read: (epochKey: string) => Promise<string>,
-  single?: string,
-): EpochBook {
+export function epochBookOf(client: Pick<Connection, 'state' | 'on'>, member: string, read: (epochKey: string) => Promise<string>, single?: string): EpochBook {
   let book = books.get(client);
   if (book !== undefined) return book;
   books.set(client, (book = new EpochBook(member, read)));
@@ -54,7 +50,7 @@ export function epochBookOf(
     const known = book;
     client.on('ready', () => known.refresh(single));
     // Not on a client that is not connected yet (lazyConnect): the Redlock must not connect it.
-    if (client.status === 'ready') known.refresh(single);
+    if (client.state === 'ready') known.refresh(single);
   }
   return book;
 }

@@ -1,14 +1,15 @@
 /**
- * One member of the quorum: the user's ioredis client with our scripts on it. The client stays
- * the user's: quorumlock never connects, quits or subscribes with it. What differs by topology
+ * One member of the quorum: the user's client, through its library's adapter (src/clients/), with
+ * our scripts on it. The client stays the user's: quorumlock never connects, quits or subscribes
+ * with it. What differs by topology
  * (keys, epochs, server facts: members/topology.ts) is here for a member that is one server
  * (serverTopology) and in members/cluster.ts for a Cluster; the rest is what all share: the
  * scripts, one ordered path for our calls, and the server watch.
  */
-import { Command, type Redis } from 'ioredis';
 import { nextTick } from 'node:process';
+import { connectionOf, type Connection, type MemberClient, type Subscription } from '../clients/index.js';
 import type { Logger } from '../diagnostics.js';
-import { BINDABLE, keepOutOfAutoPipelining, registerScripts, scriptCommand, type Bindable, type ScriptCommand, type ScriptName } from '../store/scripts.js';
+import { BINDABLE, type Bindable, type ScriptName } from '../store/scripts.js';
 import { bindingOf, type ScriptBinding } from './binding.js';
 import {
   acquireArgs,
@@ -37,7 +38,6 @@ import {
 } from '../store/protocol.js';
 import { EPOCH_KEY, leaderRecordKey, readersKeysIn, resourceKeys } from '../store/keys.js';
 import { clusterTopology } from './cluster.js';
-import { isClusterClient, keyPrefixOf, memberId, type MemberClient } from './id.js';
 import type { ExtendCall, FenceCall, LeaveCall, Member, Open, ReleaseCall } from './member.js';
 import type { Topology } from './topology.js';
 import { watchServer, type ServerWatch } from './watch.js';
@@ -66,23 +66,29 @@ function keysAndEpochOf(resources: readonly string[]): readonly string[] {
 const EPOCH_KEYS = [EPOCH_KEY] as const;
 
 /**
- * The topology of a member that is one server: a master, or a Sentinel-managed group (ioredis
- * follows its master). One epoch hash for the whole server. ioredis applies the client's
- * keyPrefix to every key, ours included, so the names here are unprefixed.
+ * The topology of a member that is one server: a master, or a Sentinel-managed group (the client
+ * follows its master). One epoch hash for the whole server. A client with a keyPrefix (ioredis)
+ * applies it to every key, ours included, so the names here are unprefixed.
  */
-export function serverTopology(client: Redis): Topology {
+export function serverTopology(client: Connection): Topology {
   return {
     keysOf,
     epochKeyOf: () => EPOCH_KEY,
     keysAndEpochOf,
     everyEpochKey: () => EPOCH_KEYS,
     // A stand-in client without INFO (the drift simulator's) has no facts to read.
-    readFacts: typeof client.info === 'function' ? () => client.info().then(serverFacts) : undefined,
+    readFacts:
+      client.info === undefined
+        ? undefined
+        : (
+            (info) => () =>
+              info().then(serverFacts)
+          )(client.info),
     oneSocket: true,
   };
 }
 
-/** Calls per socket write in a burst (#call). Each of our calls is 1 to 3 buffers for ioredis. */
+/** Calls per socket write in a burst (#call). Each of our calls is 1 to 3 buffers for ioredis (the one adapter that corks). */
 const CORK_BATCH = 256;
 
 /**
@@ -107,13 +113,11 @@ const always: Open = () => true;
 
 export class RedisMember implements Member {
   readonly id: string;
-  /** An ioredis Cluster (members/cluster.ts). */
+  /** A Redis Cluster (members/cluster.ts). */
   readonly isCluster: boolean;
   /** The client's keyPrefix: on a cluster, slots are those of the prefixed keys. */
   readonly keyPrefix: string;
-  readonly #client: Redis;
-  /** Our scripts' commands on the client (registerScripts), by script. */
-  readonly #commands = new Map<ScriptName, ScriptCommand>();
+  readonly #client: Connection;
   readonly #topology: Topology;
   readonly #server: ServerWatch;
   /** Bound copies of the scripts that read the run id, when this member's server allows them (binding.ts). */
@@ -127,22 +131,18 @@ export class RedisMember implements Member {
   readonly #quarantineLogged = new Map<string, string>();
 
   constructor(client: MemberClient, logger: Logger) {
-    this.id = memberId(client);
-    this.isCluster = isClusterClient(client);
-    this.keyPrefix = keyPrefixOf(client);
-    this.#commandOptions = { replyEncoding: 'utf8', keyPrefix: this.keyPrefix || undefined };
-    this.#topology = isClusterClient(client) ? clusterTopology(client, this.keyPrefix) : serverTopology(client);
-    // Typed as a Redis from here on: a Cluster has every method used below.
-    this.#client = client as Redis;
-    registerScripts(this.#client);
-    // One ordered path for our calls, whatever the user's enableAutoPipelining says (see #call).
-    keepOutOfAutoPipelining(client as Redis);
+    const connection = connectionOf(client);
+    this.#client = connection;
+    this.id = connection.id;
+    this.isCluster = connection.isCluster;
+    this.keyPrefix = connection.keyPrefix;
+    this.#topology = connection.isCluster ? clusterTopology(connection) : serverTopology(connection);
     this.#logger = logger;
-    this.#server = watchServer(client, this.id, logger, this.#topology.readFacts);
+    this.#server = watchServer(connection, logger, this.#topology.readFacts);
     const usable = this.#topology.oneSocket && this.#topology.readFacts !== undefined;
-    this.#binding = bindingOf({ client: client as Redis, server: this.#server, member: this.id, logger, usable });
+    this.#binding = bindingOf({ client: connection, server: this.#server, member: this.id, logger, usable });
     const single = this.#topology.oneSocket ? this.#topology.everyEpochKey()[0] : undefined;
-    this.#epochs = epochBookOf(client, this.id, (epochKey) => this.#readEpoch(epochKey).then(({ id }) => id), single);
+    this.#epochs = epochBookOf(connection, this.id, (epochKey) => this.#readEpoch(epochKey).then(({ id }) => id), single);
   }
 
   /**
@@ -153,59 +153,52 @@ export class RedisMember implements Member {
     return this.#epochs.bind(command.epochKey, (epochId) => this.#call<T>(command, epochId), open);
   }
 
-  /** Options of our EVALSHA commands: the same for every call. */
-  readonly #commandOptions: { replyEncoding: 'utf8'; keyPrefix: string | undefined };
-
-  /** The socket corked for the current tick (see #call), if any, and the calls written into it. */
-  #corked: { cork(): void; uncork(): void } | undefined;
+  /** How to uncork the socket corked for the current tick (see #call), if any, and the calls written into it. */
+  #uncork: (() => void) | undefined;
   #corkedCalls = 0;
 
   /**
-   * Sends one of our scripts. Every call takes the same path, a direct write on the client's
-   * connection, so calls reach the member in the order they were made: a rollback or release is
-   * always written after the acquire it undoes (src/quorum/release.ts relies on it). An earlier
-   * version wrote the first call of a tick directly and later ones through ioredis'
-   * auto-pipelining queue, which flushes later and not while another batch awaits replies: a
-   * direct release then overtook its own acquire and left the key behind (docs/internals.md#auto-pipelining).
-   * Batching stays, in order: the first call in a tick corks the socket and the end of the tick
-   * uncorks it, so the tick's calls share one write syscall.
+   * Sends one of our scripts. Every call takes the same path, the connection's ordered one
+   * (clients/connection.ts, script), so calls reach the member in the order they were made: a
+   * rollback or release is always written after the acquire it undoes (src/quorum/release.ts
+   * relies on it). An earlier version wrote some calls through ioredis' auto-pipelining queue,
+   * which flushes later: a direct release then overtook its own acquire and left the key behind
+   * (docs/internals.md#auto-pipelining). Batching stays, in order, where the library writes on
+   * one socket (ioredis): the first call in a tick corks it and the end of the tick uncorks it,
+   * so the tick's calls share one write syscall.
    */
   #call<T>({ script, keys, args, epochKey }: ScriptCall, epochId?: string): Promise<T> {
     // libuv writes at most 1024 buffers per writev: a burst of thousands of calls in one corked
     // tick would go out a thousand per event-loop turn. Flushing every CORK_BATCH calls keeps a
     // burst one write per batch, all in this tick, still in call order.
-    if (this.#corked !== undefined && ++this.#corkedCalls >= CORK_BATCH) {
+    if (this.#uncork !== undefined && ++this.#corkedCalls >= CORK_BATCH) {
       this.#corkedCalls = 0;
-      this.#corked.uncork();
-      this.#corked.cork();
+      this.#uncork();
+      this.#uncork = this.#client.cork?.();
     }
-    if (this.#corked === undefined && this.#topology.oneSocket) {
-      const stream = (this.#client as { stream?: { cork(): void; uncork(): void; writable?: boolean } }).stream;
-      if (stream && typeof stream.cork === 'function' && stream.writable && this.#client.status === 'ready') {
-        stream.cork();
-        this.#corked = stream;
-        this.#corkedCalls = 0;
-        nextTick(() => {
-          this.#corked = undefined;
-          stream.uncork();
-        });
-      }
-    }
+    if (this.#uncork === undefined) this.#corkFor();
     const sha = script in BINDABLE ? this.#boundSha(script as Bindable) : undefined;
-    // Arguments as strings: what ioredis would make of numbers anyway, one conversion fewer each.
-    const flat = epochKey === undefined ? [String(keys.length), ...keys, ...args] : [String(keys.length + 1), ...keys, epochKey, epochId!, ...args];
-    if (sha === undefined) {
-      let command = this.#commands.get(script);
-      if (command === undefined) this.#commands.set(script, (command = scriptCommand(this.#client, script)));
-      return command(...(flat as [string, ...string[]])) as Promise<T>;
-    }
-    // A bound copy: by EVALSHA only, never EVAL (binding.ts). The same write path as every other
-    // call (sendCommand is what the script commands end in), so the order of calls is kept.
-    flat.unshift(sha);
-    const command = new Command('evalsha', flat, this.#commandOptions);
-    return (this.#client.sendCommand(command) as Promise<T>).catch((error: Error) => {
+    const allKeys = epochKey === undefined ? keys : [...keys, epochKey];
+    const allArgs = epochKey === undefined ? args : [epochId!, ...args];
+    if (sha === undefined) return this.#client.script(script, allKeys, allArgs) as Promise<T>;
+    // A bound copy: by EVALSHA only, never EVAL (binding.ts), on the same ordered path.
+    return (this.#client.evalsha!(sha, allKeys, allArgs) as Promise<T>).catch((error: Error) => {
       if (error.message.includes('NOSCRIPT')) this.#binding.missing(sha);
       throw error;
+    });
+  }
+
+  /** Corks the connection's socket until the end of the tick, where the adapter can (ioredis). */
+  #corkFor(): void {
+    const uncork = this.#client.cork?.();
+    if (uncork === undefined) return;
+    this.#uncork = uncork;
+    this.#corkedCalls = 0;
+    nextTick(() => {
+      // The batch flush in #call may have corked again: uncork whatever is corked now.
+      const now = this.#uncork;
+      this.#uncork = undefined;
+      now?.();
     });
   }
 
@@ -398,11 +391,10 @@ export class RedisMember implements Member {
     // What the client read of its server before the call began (undefined: nothing yet, then an
     // epoch that replaced another during the call is refused; the next call will have read it).
     const known = this.#server.facts;
-    // Never connected, not one that lost its connection before this Redlock was made: ioredis
-    // counts a client's reconnect attempts (its Redis class's `retryAttempts`, 0 until the first).
-    const first = this.#server.connections === 0 && ((this.#client as unknown as { retryAttempts?: number }).retryAttempts ?? 0) === 0;
+    // Never connected, not one that lost its connection before this Redlock was made.
+    const first = this.#server.connections === 0 && !this.#client.everRetried;
     const connection = first ? 1 : this.#server.connections;
-    const ready = first || this.#client.status === 'ready';
+    const ready = first || this.#client.state === 'ready';
     const replies = await Promise.all(
       this.#topology.everyEpochKey().map(async (key) => {
         const { id, ageMs, fresh, runId, replid } = await this.#readEpoch(key);
@@ -451,22 +443,17 @@ export class RedisMember implements Member {
     this.#server.listeners.add(listener);
   }
 
-  /** A new connection with the client's options, for SUBSCRIBE; its owner must close it. */
-  subscriber(wanted: () => boolean): Redis {
-    // Re-subscribing after a reconnect is the subscriber's own job (waiting/notifications.ts), with
-    // every promise handled: ioredis' autoResubscribe leaves its SUBSCRIBE unhandled.
-    // It reconnects as the user's client would, but only while someone waits: a member that is
-    // down must not keep reconnect timers (and the process) alive after the last wait, also when
-    // the user disconnects a client that never connected (ioredis emits no 'end' for it then).
-    const userStrategy = this.#client.options.retryStrategy;
-    return this.#client.duplicate({
-      autoResubscribe: false,
-      retryStrategy: (times: number) => (wanted() ? (userStrategy ? userStrategy(times) : Math.min(times * 50, 2000)) : null),
-    });
+  /** A new connection with the client's options, for SUBSCRIBE; its owner must close it (clients/connection.ts). */
+  subscriber(wanted: () => boolean): Subscription {
+    return this.#client.subscriber(wanted);
   }
 
   /** Calls `listener` once when the user's client has ended for good (they quit it). */
   onEnd(listener: () => void): void {
-    this.#client.once('end', listener);
+    const once = () => {
+      this.#client.off('end', once);
+      listener();
+    };
+    this.#client.on('end', once);
   }
 }

@@ -5,7 +5,7 @@
  * server is it, which process does the connection reach) is worked out here once per reading,
  * and read as fields.
  */
-import type { Cluster, Redis } from 'ioredis';
+import type { Connection } from '../clients/index.js';
 import { setBackgroundTimer, systemClock } from '../clock/index.js';
 import type { Logger } from '../diagnostics.js';
 import { serverIdentity, whyNotCounting, type ServerFacts } from '../store/server.js';
@@ -36,7 +36,7 @@ export interface ServerWatch {
   readonly listeners: Set<() => void>;
 }
 
-/** One watch per client, however many Redlocks share it: one INFO per connect and per refresh. */
+/** One watch per connection (one per client), however many Redlocks share it: one INFO per connect and per refresh. */
 const watches = new WeakMap<object, ServerWatch>();
 
 /**
@@ -55,7 +55,7 @@ const FAILED_READING_RETRY_MS = 500;
  * `readFacts` reads them (serverTopology in members/redis-member.ts, members/cluster.ts); undefined when the client
  * cannot (then it is taken as a plain master).
  */
-export function watchServer(client: Redis | Cluster, id: string, logger: Logger, readFacts: (() => Promise<ServerFacts>) | undefined): ServerWatch {
+export function watchServer(client: Connection, logger: Logger, readFacts: (() => Promise<ServerFacts>) | undefined): ServerWatch {
   const known = watches.get(client);
   if (known) return known;
   let settleFirst!: () => void;
@@ -65,7 +65,7 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
     identity: undefined,
     stale: false,
     runId: undefined,
-    connections: client.status === 'ready' ? 1 : 0,
+    connections: client.state === 'ready' ? 1 : 0,
     firstReading: new Promise<void>((resolve) => (settleFirst = resolve)),
     listeners: new Set(),
   };
@@ -75,12 +75,12 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
     return watch;
   }
   const read = () => {
-    if (client.status !== 'ready') return;
+    if (client.state !== 'ready') return;
     readFacts()
       .then(
         (facts) => {
           const why = whyNotCounting(facts);
-          if (why !== undefined && why !== watch.why) logger.warn({ member: id, why }, 'member will not count toward quorum');
+          if (why !== undefined && why !== watch.why) logger.warn({ member: client.id, why }, 'member will not count toward quorum');
           watch.facts = facts;
           watch.why = why;
           watch.identity = serverIdentity(facts);
@@ -89,7 +89,7 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
           for (const listener of watch.listeners) listener();
         },
         (error: Error) => {
-          logger.warn({ member: id, error: error.message }, 'could not read the member INFO (ACL: allow +info)');
+          logger.warn({ member: client.id, error: error.message }, 'could not read the member INFO (ACL: allow +info)');
           // Never read: no yes counts, as nothing says which server it is (quorum/round.ts counts
           // a server once by its identity). Read again soon, not at the next refresh.
           if (watch.facts !== undefined) return;
@@ -112,6 +112,6 @@ export function watchServer(client: Redis | Cluster, id: string, logger: Logger,
   // In the background: the watch must never keep the process alive.
   const refresh = setInterval(read, SERVER_REFRESH_MS);
   refresh.unref();
-  client.once('end', () => clearInterval(refresh));
+  client.on('end', () => clearInterval(refresh));
   return watch;
 }

@@ -4,7 +4,7 @@
  * nothing is ever sent, let alone half-locked.
  */
 import { type Clock, driftMs, systemClock } from '../clock/index.js';
-import { memberId, type MemberClient } from '../members/id.js';
+import { describeClient, SUPPORTED, type MemberClient } from '../clients/index.js';
 import { clusterPrefixWorks, isReservedName, RESERVED_NAMES, slotOf } from '../store/keys.js';
 import { SHARED_MARK } from '../store/protocol.js';
 import { argumentError } from '../errors.js';
@@ -108,17 +108,14 @@ function checkMaxReentrancy(value: unknown): number {
 }
 
 export function checkMembers(members: unknown): MemberClient[] {
-  if (!Array.isArray(members)) throw argumentError(TypeError, 'members', `must be a non-empty array of ioredis clients, got ${show(members)}`);
-  if (members.length === 0) throw argumentError(RangeError, 'members', 'must be a non-empty array of ioredis clients, got an empty array');
+  if (!Array.isArray(members)) throw argumentError(TypeError, 'members', `must be a non-empty array of clients (${SUPPORTED}), got ${show(members)}`);
+  if (members.length === 0) throw argumentError(RangeError, 'members', `must be a non-empty array of clients (${SUPPORTED}), got an empty array`);
   const seen = new Map<string, number>();
   members.forEach((client: unknown, index) => {
-    if (typeof client !== 'object' || client === null || typeof (client as MemberClient).defineCommand !== 'function') {
-      throw argumentError(TypeError, `members[${index}]`, `must be an ioredis client, got ${show(client)}`);
-    }
-    const id = memberId(client as MemberClient);
-    const cluster = client as { isCluster?: boolean; options?: { keyPrefix?: unknown } };
-    const prefix = cluster.options?.keyPrefix;
-    if (cluster.isCluster === true && typeof prefix === 'string' && !clusterPrefixWorks(prefix)) {
+    const described = describeClient(client);
+    if (described === undefined) throw argumentError(TypeError, `members[${index}]`, `must be ${SUPPORTED}, got ${show(client)}`);
+    const { id, isCluster, keyPrefix: prefix } = described;
+    if (isCluster && !clusterPrefixWorks(prefix)) {
       throw argumentError(
         RangeError,
         `members[${index}]`,

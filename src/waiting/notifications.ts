@@ -20,7 +20,7 @@
  * (MaxRetriesPerRequestError, "Stream isn't writeable...") as an unhandled rejection, which ends
  * an application.
  */
-import type { Redis } from 'ioredis';
+import type { Subscription } from '../clients/index.js';
 import type { Clock } from '../clock/index.js';
 import type { RedisMember } from '../members/redis-member.js';
 import type { Logger } from '../diagnostics.js';
@@ -212,7 +212,7 @@ class Subscriber {
   readonly #named = new Set<string>();
 
   constructor(
-    readonly connection: Redis,
+    readonly connection: Subscription,
     private readonly channel: string,
     /** The presence channels of the waiters that wait to be handed the lock now (keys.ts, presenceChannel). */
     private readonly present: ReadonlySet<string>,
@@ -220,19 +220,15 @@ class Subscriber {
     /** Called whenever `listening` changes. */
     private readonly onListening: () => void,
   ) {
-    // Ours instead (see the top of this file). The option is read at each reconnect, so setting
-    // it here, before the connection can be ready, is in time. (duplicate({ autoResubscribe:
-    // false }) in Member.subscriber would say the same more plainly.)
-    (connection.options as { autoResubscribe?: boolean }).autoResubscribe = false;
     connection.on('ready', () => this.#subscribeAll());
     // A new connection has no subscription: the next 'ready' makes it.
     connection.on('close', () => {
       this.#subscribed = undefined;
       this.listening = false;
     });
-    connection.once('end', () => this.#nextReady?.reject(new Error('the subscriber connection ended')));
+    connection.on('end', () => this.#nextReady?.reject(new Error('the subscriber connection ended')));
     // A lazyConnect client would otherwise never connect: we send nothing until it is ready.
-    if (connection.status === 'wait') connection.connect().catch(() => undefined);
+    connection.connect();
   }
 
   /** Subscribed now: messages on the channel reach us. */
@@ -249,10 +245,10 @@ class Subscriber {
   /** Resolves once the channel is subscribed; rejects when that cannot happen on this connection. */
   subscribe(): Promise<unknown> {
     const { connection } = this;
-    if (connection.status === 'end') return Promise.reject(new Error('the subscriber connection ended'));
+    if (connection.state === 'ended') return Promise.reject(new Error('the subscriber connection ended'));
     // A connection that is not ready would refuse it (enableOfflineQueue: false) or queue it
     // without bound while the member is down: the next 'ready' subscribes.
-    if (connection.status !== 'ready') return this.#whenReady();
+    if (connection.state !== 'ready') return this.#whenReady();
     // Ready, yet the socket may have just closed: then the next 'ready' is the way.
     this.#subscribed ??= connection.subscribe(this.channel).then(
       () => (this.listening = true),
@@ -271,7 +267,7 @@ class Subscriber {
    * hand-overs only: the release then wakes the waiter instead.
    */
   presence(channel: string, present: boolean): void {
-    if (this.connection.status !== 'ready') return;
+    if (this.connection.state !== 'ready') return;
     if (present) {
       this.#named.add(channel);
       this.connection.subscribe(channel).catch(() => undefined);
@@ -361,7 +357,7 @@ export class Notifications {
       // subscriber), so nothing of ours keeps the process alive. A ready one stays subscribed for
       // the next wait.
       this.#subscribers.forEach((subscriber, index) => {
-        if (subscriber && subscriber.connection.status !== 'ready') this.#closeSubscriber(index);
+        if (subscriber && subscriber.connection.state !== 'ready') this.#closeSubscriber(index);
       });
     });
     if (this.#closed) return watch; // after quit(): timed retries only
@@ -412,8 +408,8 @@ export class Notifications {
       (error) => this.#logger.debug({ member: member.id, error: error.message }, 'could not subscribe; waiting by timed retries'),
       () => this.#countListening(),
     );
-    connection.on('error', (error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'subscriber connection error'));
-    connection.on('message', (channel: string, message: string) => {
+    connection.onError((error: Error) => this.#logger.debug({ member: member.id, error: error.message }, 'subscriber connection error'));
+    connection.onMessage((channel: string, message: string) => {
       if (channel !== this.#channel) return;
       const { waiterId, handedBy } = readWaiterMessage(message);
       const watch = watches.get(waiterId);
@@ -422,7 +418,7 @@ export class Notifications {
     });
     // A connection that gave up on its own (the user's retryStrategy said stop) is replaced on the
     // next need; the new one subscribes to every channel still watched.
-    connection.once('end', () => {
+    connection.on('end', () => {
       if (this.#subscribers[index] !== subscriber) return;
       this.#subscribers[index] = undefined;
       this.#countListening();
@@ -440,6 +436,6 @@ export class Notifications {
     const subscriber = this.#subscribers[index];
     this.#subscribers[index] = undefined;
     this.#countListening();
-    subscriber?.connection.disconnect();
+    subscriber?.connection.close();
   }
 }

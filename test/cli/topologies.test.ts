@@ -8,7 +8,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/cli/errors.js';
 import { client, parseMembers, redact } from '../../src/cli/members.js';
-import { memberId } from '../../src/members/id.js';
+import { memberIdOf as memberId } from '../../src/clients/id.js';
 import { slotOf } from '../../src/store/keys.js';
 import { startCluster, startSentinelGroup, type TestCluster, type TestSentinelGroup } from '../harness/topologies.js';
 import { startTestMasters, type TestMasters } from '../integration/masters.js';
@@ -96,7 +96,7 @@ describe('member URLs for Sentinel groups and Clusters', () => {
     for (const member of parsed) {
       const built = client(member, { commandTimeoutMs: 1000, connectTimeoutMs: 1000 }, { lazyConnect: true });
       try {
-        expect(memberId(built), member.url).toBe(member.name);
+        expect(memberId(built as never), member.url).toBe(member.name);
         expect(built instanceof Cluster).toBe(member.topology?.kind === 'cluster');
       } finally {
         built.disconnect();

@@ -6,7 +6,7 @@ import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { clusterEpochKey, companionKey, slotOf } from '../../src/store/keys.js';
-import { commandNames } from '../../src/store/scripts.js';
+import { commandNames } from '../../src/clients/ioredis.js';
 import { describeVotes } from '../../src/quorum/votes.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
 import { errorOf, eventually, fresh, sleep } from './util.js';

@@ -8,7 +8,7 @@ import { FakeRedis, Network } from './fake-client.js';
 import { ErrorReply, FakeRedisServer, StatusReply } from './fake-redis.js';
 import { EPOCH_KEY } from '../../src/store/keys.js';
 import { decodeEpoch, extendArgs } from '../../src/store/protocol.js';
-import { registerScripts, scriptCommand } from '../../src/store/scripts.js';
+import { registerScripts, scriptCommand } from '../../src/clients/ioredis.js';
 
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 

@@ -7,7 +7,7 @@
 import Redis from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
-import { memberId } from '../../src/members/id.js';
+import { memberIdOf as memberId } from '../../src/clients/id.js';
 import { retryDelayMs } from '../../src/quorum/wait.js';
 import { ArgumentRangeError, ArgumentTypeError, QuorumlockError, type ArgumentError } from '../../src/errors.js';
 import { checkAcquireOptions, checkMembers, checkResources, checkSettings, checkTtl, minTtl } from '../../src/options/check.js';
@@ -150,7 +150,7 @@ describe('members (checkMembers)', () => {
   const sameAsA = lazyClient({ host: '127.0.0.1', port: 7001 });
   const db2 = lazyClient({ host: '10.0.0.1', port: 7003, db: 2 });
   const db2Again = lazyClient({ host: '10.0.0.1', port: 7003, db: 2 });
-  const clients = 'must be a non-empty array of ioredis clients';
+  const clients = 'must be a non-empty array of clients (a client of ioredis, iovalkey, node-redis (redis) or Valkey GLIDE)';
 
   it.each<BadRow>([
     { label: 'not an array: one client', run: () => checkMembers(a), kind: TypeError, parameter: 'members', says: [clients] },
@@ -161,21 +161,21 @@ describe('members (checkMembers)', () => {
       run: () => checkMembers([{ host: '127.0.0.1', port: 6379 }]),
       kind: TypeError,
       parameter: 'members[0]',
-      says: ['must be an ioredis client'],
+      says: ['must be a client of ioredis, iovalkey, node-redis (redis) or Valkey GLIDE'],
     },
     {
       label: 'a string among clients',
       run: () => checkMembers([a, 'redis://127.0.0.1:7009']),
       kind: TypeError,
       parameter: 'members[1]',
-      says: ['must be an ioredis client', 'got "redis://127.0.0.1:7009"'],
+      says: ['must be a client of ioredis, iovalkey, node-redis (redis) or Valkey GLIDE', 'got "redis://127.0.0.1:7009"'],
     },
     {
       label: 'null among clients',
       run: () => checkMembers([a, b, null]),
       kind: TypeError,
       parameter: 'members[2]',
-      says: ['must be an ioredis client', 'got null'],
+      says: ['must be a client of ioredis, iovalkey, node-redis (redis) or Valkey GLIDE', 'got null'],
     },
     {
       label: 'the same client twice',

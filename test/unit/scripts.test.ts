@@ -1,9 +1,10 @@
-/** The script commands quorumlock defines on a client (src/store/scripts.ts). */
+/** The script commands quorumlock defines on an ioredis client (src/clients/ioredis.ts). */
 import { describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import * as sources from '../../src/lua/sources.js';
 import { acquireLua } from '../../src/lua/sources.js';
-import { BINDABLE, boundLua, commandNames, registerScripts, scriptCommand } from '../../src/store/scripts.js';
+import { BINDABLE, boundLua } from '../../src/store/scripts.js';
+import { commandNames, registerScripts, scriptCommand } from '../../src/clients/ioredis.js';
 
 describe('script commands', () => {
   it('are named by the script and a digest of its text: another copy of quorumlock on the same client keeps its own', async () => {
