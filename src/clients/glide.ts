@@ -114,6 +114,7 @@ export function glideConnection(user: GlideLike): Connection {
     script: (name, keys, args) => pipe.send({ name, keys, args }),
     // On a Cluster, of one node (GLIDE would ask every primary for INFO without a route).
     info: (section) => client.customCommand(['INFO', ...(section === undefined ? [] : [section])], isCluster ? { route: 'randomNode' } : undefined).then(text),
+    command: (args) => client.customCommand([...args]).then(normalise, (error: Error) => Promise.reject(serverError(error))),
     connect: () => Promise.resolve(), // a GLIDE client is connected when createClient resolves
     masters: isCluster ? (section) => mastersInfo(client, section) : undefined,
     // GLIDE writes the socket to its core itself (and calls share a Batch here): nothing to cork.

@@ -5,15 +5,20 @@
 import type { Connection, Library } from './connection.js';
 import { ioredisConnection, isIoredis, type IoredisClusterLike, type IoredisLike } from './ioredis.js';
 import { memberIdOf, type ClientShape } from './id.js';
+import { describeGlide, glideConnection, isGlide, type GlideClusterLike, type GlideLike } from './glide.js';
+import { describeNodeRedis, isNodeRedis, nodeRedisConnection, type NodeRedisClusterLike, type NodeRedisLike } from './node-redis.js';
 
 export type { Connection, ConnectionEvent, Library, Loader, Subscription } from './connection.js';
 export type { IoredisClusterLike, IoredisLike } from './ioredis.js';
+export type { GlideClusterLike, GlideLike } from './glide.js';
+export type { NodeRedisClusterLike, NodeRedisLike } from './node-redis.js';
 
 /**
  * A member's client: an ioredis or iovalkey client (a single master, or a Sentinel-managed
- * group) or Cluster. Typed by what quorumlock uses, so each library's own classes fit as they are.
+ * group) or Cluster, a node-redis client (`createClient`), or a Valkey GLIDE GlideClient or
+ * GlideClusterClient. Typed by what quorumlock uses, so each library's own classes fit as they are.
  */
-export type MemberClient = IoredisLike | IoredisClusterLike;
+export type MemberClient = IoredisLike | IoredisClusterLike | NodeRedisLike | GlideLike | GlideClusterLike;
 
 /** What names a client, known without I/O (the options check uses it). */
 export interface ClientDescription {
@@ -33,6 +38,8 @@ export function describeClient(client: unknown): ClientDescription | undefined {
     const shape = client as ClientShape;
     return { library: 'ioredis', id: memberIdOf(shape), isCluster: shape.isCluster === true, keyPrefix: shape.options?.keyPrefix ?? '' };
   }
+  if (isGlide(client)) return { library: 'glide', ...describeGlide(client) };
+  if (isNodeRedis(client)) return { library: 'node-redis', ...describeNodeRedis(client) };
   return undefined;
 }
 
@@ -42,6 +49,12 @@ const connections = new WeakMap<object, Connection>();
 /** The connection that adapts `client` (made on first use). The options check has accepted it. */
 export function connectionOf(client: MemberClient): Connection {
   let connection = connections.get(client);
-  if (connection === undefined) connections.set(client, (connection = ioredisConnection(client)));
+  if (connection === undefined) connections.set(client, (connection = adapt(client)));
   return connection;
+}
+
+function adapt(client: MemberClient): Connection {
+  if (isIoredis(client)) return ioredisConnection(client);
+  if (isGlide(client)) return glideConnection(client);
+  return nodeRedisConnection(client as NodeRedisLike);
 }

@@ -240,6 +240,7 @@ export function nodeRedisConnection(user: NodeRedisLike): Connection {
     off: (event: ConnectionEvent, listener: () => void) => void watched.events.off(event, listener),
     script: (name, keys, args) => runner.run(name, keys, args),
     info: (section) => client.sendCommand(section === undefined ? ['INFO'] : ['INFO', section], COMMAND_OPTIONS).then(String),
+    command: (args) => client.sendCommand([...args], COMMAND_OPTIONS).then(plain),
     connect: () => readyOf(client, watched),
     // No bound copies: binding needs a loader connection that never re-sends and a write path
     // shared with script(); node-redis writes in order on its own, so there is nothing to cork.
