@@ -26,6 +26,8 @@ export interface ClientDescription {
   id: string;
   isCluster: boolean;
   keyPrefix: string;
+  /** Why quorumlock cannot take this client (its adapter's word), if it cannot. */
+  refused?: string | undefined;
 }
 
 /** The supported libraries, as errors list them. */

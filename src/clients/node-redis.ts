@@ -82,13 +82,20 @@ const keyPrefixOf = (options: NonNullable<Client['options']>) => {
 };
 
 /** How a node-redis client is named (host:port/db, socket/db, cluster:nodes), from its options alone. */
-export function describeNodeRedis(user: object): { id: string; isCluster: boolean; keyPrefix: string } {
+export function describeNodeRedis(user: object): { id: string; isCluster: boolean; keyPrefix: string; refused?: string } {
   const client = user as Client;
+  if (typeof (user as { getMasterNode?: unknown }).getMasterNode === 'function')
+    return { id: 'sentinel', isCluster: false, keyPrefix: '', refused: 'is a node-redis Sentinel client (createSentinel), which quorumlock does not take yet' };
   // A Cluster keeps its options as _options (5 and 6): it has no public getter.
   const options = client.options ?? (client as { _options?: Client['options'] })._options ?? {};
   if (isCluster(client)) {
     const nodes = (options.rootNodes ?? []).map((node) => (node.url !== undefined ? urlAddress(node.url) : address(node.socket ?? {})));
-    return { id: clusterId(nodes), isCluster: true, keyPrefix: keyPrefixOf(options) };
+    return {
+      id: clusterId(nodes),
+      isCluster: true,
+      keyPrefix: keyPrefixOf(options),
+      refused: 'is a node-redis Cluster (createCluster), which quorumlock does not take yet',
+    };
   }
   // node-redis parses `url` into socket and database when the client is made.
   const socket = options.socket ?? {};

@@ -114,7 +114,9 @@ export function checkMembers(members: unknown): MemberClient[] {
   members.forEach((client: unknown, index) => {
     const described = describeClient(client);
     if (described === undefined) throw argumentError(TypeError, `members[${index}]`, `must be ${SUPPORTED}, got ${show(client)}`);
-    const { id, isCluster, keyPrefix: prefix } = described;
+    const { id, isCluster, keyPrefix: prefix, refused } = described;
+    if (refused !== undefined)
+      throw argumentError(TypeError, `members[${index}]`, `${refused}: use an ioredis, iovalkey or GLIDE client for this member (docs/clients.md)`);
     if (isCluster && !clusterPrefixWorks(prefix)) {
       throw argumentError(
         RangeError,

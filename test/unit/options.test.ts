@@ -5,6 +5,7 @@
  * never connect.
  */
 import Redis from 'ioredis';
+import { createClient, createCluster, createSentinel } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
 import { memberIdOf as memberId } from '../../src/clients/id.js';
@@ -176,6 +177,27 @@ describe('members (checkMembers)', () => {
       kind: TypeError,
       parameter: 'members[2]',
       says: ['must be a client of ioredis, iovalkey, node-redis (redis) or Valkey GLIDE', 'got null'],
+    },
+    {
+      label: 'a node-redis Cluster',
+      run: () => checkMembers([a, createCluster({ rootNodes: [{ url: 'redis://10.0.0.9:7000' }] })]),
+      kind: TypeError,
+      parameter: 'members[1]',
+      says: ['is a node-redis Cluster (createCluster)', 'use an ioredis, iovalkey or GLIDE client'],
+    },
+    {
+      label: 'a node-redis Sentinel client',
+      run: () => checkMembers([a, createSentinel({ name: 'locks', sentinelRootNodes: [{ host: '10.0.0.9', port: 26379 }] })]),
+      kind: TypeError,
+      parameter: 'members[1]',
+      says: ['is a node-redis Sentinel client (createSentinel)', 'use an ioredis, iovalkey or GLIDE client'],
+    },
+    {
+      label: 'a node-redis client and an ioredis client of one server',
+      run: () => checkMembers([a, createClient({ socket: { host: '127.0.0.1', port: 7001 } })]),
+      kind: RangeError,
+      parameter: 'members[1]',
+      says: ['is the same server as members[0]', '127.0.0.1:7001/0'],
     },
     {
       label: 'the same client twice',
