@@ -122,10 +122,13 @@ interface Opened {
   locker: Locker;
 }
 async function open(set: MasterSet, peers: readonly Peer[], mode: Mode = 'defaults'): Promise<Opened[]> {
-  const opened = peers.map((peer) => {
-    const connections = connect(set);
-    return { peer, connections, locker: peer.create(connections, mode) };
-  });
+  const opened = await Promise.all(
+    peers.map(async (peer) => {
+      if (peer.open) return { peer, connections: [], locker: await peer.open(set) };
+      const connections = connect(set);
+      return { peer, connections, locker: peer.create(connections, mode) };
+    }),
+  );
   await ready(opened.flatMap((o) => o.connections));
   return opened;
 }
@@ -145,8 +148,8 @@ export interface UncontendedRow {
   incidents: Incidents;
 }
 
-export async function uncontended(set: MasterSet, o: { cycles: number; warmup: number; limits: Limits }): Promise<UncontendedRow[]> {
-  const opened = await open(set, ALL);
+export async function uncontended(set: MasterSet, o: { cycles: number; warmup: number; limits: Limits; peers?: readonly Peer[] }): Promise<UncontendedRow[]> {
+  const opened = await open(set, o.peers ?? ALL);
   const acquireMs = opened.map(() => [] as number[]);
   const cycleMs = opened.map(() => [] as number[]);
   const inc = opened.map(incidents);
@@ -203,9 +206,9 @@ export interface ThroughputResult {
 
 export async function throughput(
   set: MasterSet,
-  o: { concurrency: number[]; sliceMs: number; rounds: number; limits: Limits; log: (line: string) => void },
+  o: { concurrency: number[]; sliceMs: number; rounds: number; limits: Limits; log: (line: string) => void; peers?: readonly Peer[] },
 ): Promise<ThroughputResult> {
-  const opened = await open(set, ALL);
+  const opened = await open(set, o.peers ?? ALL);
   const inc = opened.map(incidents);
   const slices: ThroughputSlice[] = [];
   let key = 0;

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { ExecutionError, Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { RedlockMutex, TimeoutError as SemaphoreTimeoutError } from 'redis-semaphore';
 import { createRedlock, IoredisAdapter, LockAcquisitionError } from 'redlock-universal';
+import type { MasterSet } from '../test/harness/types.js';
 import { quorumlock as library } from './quorumlock.js';
 
 const { LockAcquireError, Redlock } = library;
@@ -37,6 +38,8 @@ export interface Peer {
   /** Its settings, as used here. */
   readonly settings: Record<Mode, string>;
   create(members: Redis[], mode?: Mode): Locker;
+  /** A contender that opens its own clients (figure 8: other client libraries); its close() closes them. */
+  open?(set: MasterSet): Promise<Locker>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -256,7 +259,15 @@ const universal: Peer = {
   },
 };
 
-export type PeerName = 'raw' | 'quorumlock' | 'node-redlock' | '@sesamecare-oss/redlock' | 'redis-semaphore' | 'redlock-universal';
+export type PeerName =
+  | 'raw'
+  | 'quorumlock'
+  | 'node-redlock'
+  | '@sesamecare-oss/redlock'
+  | 'redis-semaphore'
+  | 'redlock-universal'
+  | `quorumlock · ${string}`
+  | `redlock-universal · ${string}`;
 
 /** raw first, then quorumlock, then the peers. */
 export const ALL: readonly Peer[] = [raw, quorumlock, nodeRedlock, sesame, redisSemaphore, universal];

@@ -34,6 +34,8 @@ export interface Results {
     threePaused?: { rows: FailRow[]; nodeTimeout: number; drain: { drainedMs: number; undrained: number } };
     memory?: MemoryResult;
     serverTime?: ServerTimeResult;
+    /** 8: quorumlock over each client library, and redlock-universal over its adapters. */
+    libraries?: { uncontended: UncontendedRow[]; throughput: ThroughputResult };
   };
   failures: Record<string, string>;
   seconds: Record<string, number>;
@@ -268,6 +270,9 @@ export function report(r: Results): string {
     out();
   }
 
+  // 8 -------------------------------------------------------------------------------------------
+  if (f.libraries) libraries(f.libraries, { out, ms, x });
+
   // Targets -------------------------------------------------------------------------------------
   const targets = evaluateTargets(r, ms);
   if (targets.length > 0) {
@@ -483,4 +488,32 @@ function evaluateTargets(r: Results, ms: (n: number | undefined) => string): Tar
     });
   }
   return targets;
+}
+
+/** Figure 8: one table, each contender's uncontended cycle and its cycles/s and CPU per cycle at each level. */
+function libraries(
+  { uncontended, throughput }: NonNullable<Results['figures']['libraries']>,
+  { out, ms, x }: { out: (line?: string) => void; ms: (n: number | undefined) => string; x: (a: number | undefined, b: number | undefined) => string },
+): void {
+  const base = uncontended.find((row) => row.client === 'quorumlock · ioredis');
+  const slicesOf = (client: string, c: number) => throughput.slices.filter((s) => s.client === client && s.concurrency === c);
+  const levels = [...new Set(throughput.slices.map((s) => s.concurrency))];
+  const perSecond = (client: string, c: number) => median(slicesOf(client, c).map((s) => s.perSecond));
+  const cpu = (client: string, c: number) => median(slicesOf(client, c).map((s) => s.cpuPerCycleUs));
+  const failed = (client: string) => throughput.slices.filter((s) => s.client === client).reduce((sum, s) => sum + s.failed, 0);
+  out(`## 8. Client libraries: quorumlock over each, and redlock-universal over its own adapters (${base?.samples ?? 0} uncontended cycles each)`);
+  out();
+  out(
+    "Each contender opens its own clients to the 5 masters with the library's defaults (node-redis 6 speaks RESP3, node-redis 5 RESP2; GLIDE keeps its 250 ms request timeout); contenders take turns per cycle and per slice. × is against quorumlock over ioredis. Cycles/s and client CPU µs per cycle as in figure 2 (medians of the slices).",
+  );
+  out();
+  out(`| contender | cycle p50 | × | acquire p50 | ${levels.map((c) => `c = ${c} /s | CPU µs`).join(' | ')} | failed |`);
+  out(`|---|---|---|---|${levels.map(() => '---|---').join('|')}|---|`);
+  for (const row of uncontended) {
+    const client = row.client;
+    out(
+      `| ${client} | ${ms(row.cycleMs.p50)} | ${x(row.cycleMs.p50, base?.cycleMs.p50)} | ${ms(row.acquireMs.p50)} | ${levels.map((c) => `${perSecond(client, c).toFixed(0)} | ${cpu(client, c).toFixed(0)}`).join(' | ')} | ${failed(client)} |`,
+    );
+  }
+  out();
 }

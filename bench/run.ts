@@ -20,6 +20,9 @@
  *      N releases, each phase on its own, for the server time per acquire (script) call. A short
  *      MONITOR run first tells a script's inner commands (inside the script's own time) from the
  *      commands the client sent, so nothing is counted twice.
+ *   8. client libraries: quorumlock over ioredis, iovalkey, node-redis 6 and 5, Valkey GLIDE, and
+ *      redlock-universal over its ioredis, node-redis and GLIDE adapters: uncontended cycles
+ *      (interleaved) and cycles/s with client CPU at concurrency 1, 16, 128
  *
  * Every single operation is bounded by an outer timeout (--op-timeout, default 6000 ms: above
  * redlock-universal's own 5000 ms command timeout, so that one shows as "fails in 5 s" and only real
@@ -39,6 +42,7 @@ const { Redlock } = quorumlock;
 import { handoffRound, memory, serverTime, threePaused, throughput, twoPaused, uncontended, type HandoffRound, type Limits } from './figures.js';
 import { describeError, now } from './lib.js';
 import { CLIENTS } from './peers.js';
+import { CLIENT_LIBRARIES } from './client-peers.js';
 import { report, type Results } from './report.js';
 
 const { values } = parseArgs({
@@ -64,6 +68,7 @@ const plan = {
   threePaused: { samples: quick ? 10 : 50 },
   memory: { cycles: values.cycles ? Number(values.cycles) : quick ? 100_000 : 1_000_000, concurrency: 128 },
   serverTime: { cycles: quick ? 300 : 3000, warmup: quick ? 50 : 200 },
+  libraries: { cycles: quick ? 300 : 2000, warmup: quick ? 50 : 200 },
 };
 const log = (line: string) => console.error(line);
 
@@ -137,6 +142,13 @@ await figure(6, 'memory', async () => {
 // After every other figure has closed its connections: each client runs alone on the masters.
 await figure(7, 'server time per call', async () => {
   results.figures.serverTime = await serverTime(set, { ...plan.serverTime, limits, log });
+});
+await figure(8, 'client libraries', async () => {
+  const peers = CLIENT_LIBRARIES;
+  results.figures.libraries = {
+    uncontended: await uncontended(set, { ...plan.libraries, limits, peers }),
+    throughput: await throughput(set, { ...plan.throughput, concurrency: [1, 16, 128], limits, log, peers }),
+  };
 });
 
 results.seconds.total = (now() - startedAt) / 1000;
