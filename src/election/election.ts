@@ -12,7 +12,7 @@
  */
 import { LockAcquireError } from '../errors.js';
 import { checkAcquireOptions } from '../options/check.js';
-import { quarantineMsOf, type Settings } from '../options/settings.js';
+import type { Settings } from '../options/settings.js';
 import type { Lock } from '../lock/lock.js';
 import type { AttemptPolicy } from '../options/settings.js';
 import { NOT_COUNTING, type LeaderReading } from '../store/protocol.js';
@@ -114,7 +114,7 @@ export class Election {
     const { members, settings } = this.#context;
     const startedAt = settings.clock.now();
     // As an acquire's: an absence from a member inside it is no evidence of a vacancy (judge.ts).
-    const quarantineMs = quarantineMsOf(settings);
+    const { quarantineMs } = settings;
     const results = await onEveryMember({
       operation: 'read',
       members,

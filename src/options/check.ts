@@ -10,7 +10,7 @@ import { SHARED_MARK } from '../store/protocol.js';
 import { argumentError } from '../errors.js';
 import { silentLogger, type Logger } from '../diagnostics.js';
 import { checkOptionNames, operatorOptionNames, redlockOptionNames } from './names.js';
-import { defaults, MAX_TTL_MS, type AcquireOptions, type AttemptPolicy, type OperatorOptions, type RedlockOptions, type Settings } from './settings.js';
+import { defaults, MAX_TTL_MS, quarantineMsOf, type AcquireOptions, type AttemptPolicy, type OperatorOptions, type RedlockOptions, type Settings } from './settings.js';
 
 function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
@@ -74,14 +74,17 @@ function checkClock(value: unknown): Clock {
 export function checkSettings(options: RedlockOptions = {}): Settings {
   if (typeof options !== 'object' || options === null) throw argumentError(TypeError, 'options', `must be an object, got ${show(options)}`);
   checkOptionNames(options, redlockOptionNames);
+  const maxLockTtl = options.maxLockTtl === undefined ? defaults.maxLockTtl : checkMaxLockTtl(options.maxLockTtl);
+  const quarantine = options.quarantine === undefined ? defaults.quarantine : checkQuarantine(options.quarantine);
   return {
     driftFactor: options.driftFactor === undefined ? defaults.driftFactor : checkDriftFactor(options.driftFactor),
     ...checkRetries(options, defaults),
     nodeTimeout: options.nodeTimeout === undefined ? defaults.nodeTimeout : checkNodeTimeout(options.nodeTimeout),
     logger: options.logger === undefined ? silentLogger : checkLogger(options.logger),
     clock: options.clock === undefined ? systemClock : checkClock(options.clock),
-    maxLockTtl: options.maxLockTtl === undefined ? defaults.maxLockTtl : checkMaxLockTtl(options.maxLockTtl),
-    quarantine: options.quarantine === undefined ? defaults.quarantine : checkQuarantine(options.quarantine),
+    maxLockTtl,
+    quarantine,
+    quarantineMs: quarantineMsOf({ quarantine, maxLockTtl }),
     maxReentrancy: options.maxReentrancy === undefined ? defaults.maxReentrancy : checkMaxReentrancy(options.maxReentrancy),
   };
 }

@@ -117,6 +117,8 @@ export interface Settings {
   maxLockTtl: number;
   /** RedlockOptions.quarantine: when a restart quarantine counts from (quarantineMsOf); false only to demonstrate the hazard. */
   quarantine: boolean | 'from-restart';
+  /** The scripts' quarantine argument for these settings (quarantineMsOf), made once. */
+  quarantineMs: number;
   /** RedlockOptions.maxReentrancy: 0 = reentrancy off. */
   maxReentrancy: number;
 }

@@ -7,7 +7,7 @@ import { deadlineOf, driftMs } from '../clock/index.js';
 import { channels } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
 import type { AcquireRequest, Member, Open } from '../members/member.js';
-import { quarantineMsOf, type Settings } from '../options/settings.js';
+import type { Settings } from '../options/settings.js';
 import { fenceToken, type Fence, type FenceView } from './fence.js';
 import { rollback } from './release.js';
 import { isLocked, runRound, type RoundResult } from './round.js';
@@ -121,7 +121,7 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
   const { members, quorum, settings, resources, ttl, fencing, signal, handover } = attempt;
   const { clock } = settings;
   const value = attempt.shared ? sharedName(newLockValue()) : newLockValue();
-  const request: AcquireRequest = { value, ttlMs: ttl, waiter: attempt.waiter, quarantineMs: quarantineMsOf(settings), fencing, handover };
+  const request: AcquireRequest = { value, ttlMs: ttl, waiter: attempt.waiter, quarantineMs: settings.quarantineMs, fencing, handover };
   const view: FenceView = { readings: [], epochs: [] };
   const held = { members, quorum, settings, resources, value };
   let round: RoundResult<LockAnswer>;

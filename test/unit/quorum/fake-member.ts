@@ -44,7 +44,7 @@ import type {
   ReleaseCall,
 } from '../../../src/members/member.js';
 import { silentLogger } from '../../../src/diagnostics.js';
-import type { Settings } from '../../../src/options/settings.js';
+import { quarantineMsOf, type Settings } from '../../../src/options/settings.js';
 import { EPOCH_KEY, readersKeysIn, resourceKeys } from '../../../src/store/keys.js';
 import {
   acquireArgs,
@@ -380,7 +380,7 @@ export async function runFor(clock: ManualClock, untilMs: number): Promise<void>
 
 /** Settings on `clock`: nodeTimeout 50, driftFactor 0.01, the quarantine on (maxLockTtl 60 s). */
 export function settingsOn(clock: ManualClock, overrides: Partial<Settings> = {}): Settings {
-  return {
+  const settings = {
     driftFactor: 0.01,
     retryCount: 0,
     retryDelay: 200,
@@ -393,6 +393,7 @@ export function settingsOn(clock: ManualClock, overrides: Partial<Settings> = {}
     maxReentrancy: 0,
     ...overrides,
   };
+  return { ...settings, quarantineMs: overrides.quarantineMs ?? quarantineMsOf(settings) };
 }
 
 /** `count` members named m0, m1, ..., each with the options `optionsOf(i)` gives. */
