@@ -12,6 +12,7 @@ import { createClient as createClient6 } from 'redis';
 import { createClient as createClient5 } from 'redis5';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type MemberClient } from '../../../src/index.js';
+import { resetMembers } from '../../../src/testing.js';
 import { processBackend } from '../../harness/process.js';
 import type { Master, MasterSet } from '../../harness/types.js';
 import { connected, fresh } from '../util.js';
@@ -75,10 +76,12 @@ const sets: { name: string; libraries: Library[] }[] = [
 
 describe.each(sets)('$name', ({ libraries }) => {
   let redlock: Redlock;
+  let clients: MemberClient[] = [];
   let closes: (() => Promise<unknown>)[] = [];
   beforeAll(async () => {
     const opened = await Promise.all(libraries.map((library, index) => library.open(set.masters[index]!)));
     closes = opened.map(({ close }) => close);
+    clients = opened.map(({ client }) => client);
     // retryDelay far beyond the test's timeout: a waiter that gets the lock was woken by the release.
     redlock = new Redlock(
       opened.map(({ client }) => client),
@@ -130,4 +133,11 @@ describe.each(sets)('$name', ({ libraries }) => {
     await expect(election.leader()).resolves.toMatchObject({ id: 'host-a' });
     await leadership.resign();
   }, 20_000);
+
+  it('quorumlock/testing: resetMembers() wipes the members and declares them new, so the next lock needs no wait', async () => {
+    const reports = await resetMembers(clients);
+    expect(reports.map((report) => [report.wiped, report.epochs])).toEqual(clients.map(() => [1, 1]));
+    const lock = await redlock.acquire(fresh('after-reset'), 10_000, { retryCount: 0 });
+    await lock.release();
+  });
 });
