@@ -2,13 +2,16 @@
  * TLS and ACL members: ioredis options pass straight through, and an ACL user allowed only what
  * quorumlock needs (the rule README documents) can lock, wait, fence and release, and nothing else.
  */
+import { GlideClient } from '@valkey/valkey-glide';
 import Redis from 'ioredis';
+import { createClient as createClient6 } from 'redis';
+import { createClient as createClient5 } from 'redis5';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Redlock } from '../../src/index.js';
+import { Redlock, type MemberClient } from '../../src/index.js';
 import { processBackend } from '../harness/process.js';
 import type { MasterSet } from '../harness/types.js';
 import { eventually, fresh, hearsReleases, onMajority } from './util.js';
@@ -189,6 +192,65 @@ it('an ACL user set up before hand-overs (without +hdel and +pubsub|numsub) stil
     await redlock.quit();
     await waiter.quit();
     for (const client of [...clients, ...other, ...admins]) client.disconnect();
+  }
+});
+
+/** The locker's clients of another library, over TLS: each library's own TLS and ACL options. */
+const otherLibraries: { name: string; open(master: { host: string; port: number }): Promise<{ client: MemberClient; close(): unknown }> }[] = [
+  {
+    name: 'node-redis 6',
+    async open({ host, port }) {
+      const client = createClient6({ socket: { host, port, tls: true, ca: tls.ca }, username: 'locker', password: 'locker-secret' });
+      client.on('error', () => undefined);
+      await client.connect();
+      return { client, close: () => client.destroy() };
+    },
+  },
+  {
+    name: 'node-redis 5',
+    async open({ host, port }) {
+      const client = createClient5({ socket: { host, port, tls: true, ca: tls.ca }, username: 'locker', password: 'locker-secret' });
+      client.on('error', () => undefined);
+      await client.connect();
+      return { client, close: () => client.destroy() };
+    },
+  },
+  {
+    name: 'Valkey GLIDE',
+    async open({ host, port }) {
+      const client = await GlideClient.createClient({
+        addresses: [{ host, port }],
+        useTLS: true,
+        credentials: { username: 'locker', password: 'locker-secret' },
+        advancedConfiguration: { tlsAdvancedConfiguration: { rootCertificates: tls.ca } },
+        requestTimeout: 2000,
+      });
+      return { client, close: () => client.close() };
+    },
+  },
+];
+
+it.each(otherLibraries)('$name: locks, is woken in line, fences and releases over TLS as the same ACL user', async (library) => {
+  const opened = await Promise.all(set.masters.map((master) => library.open(master)));
+  const waiting = await Promise.all(set.masters.map((master) => library.open(master)));
+  const redlock = new Redlock(opened.map(({ client }) => client));
+  const waiter = new Redlock(
+    waiting.map(({ client }) => client),
+    { retryDelay: 5_000, retryJitter: 0 },
+  );
+  try {
+    const resource = fresh('lock:tls-other');
+    const lock = await redlock.acquire(resource, 5_000, { fencing: true });
+    const next = waiter.acquire(resource, 5_000, { waitTimeout: 3_000, fencing: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await lock.release();
+    const second = await next; // within 3 s: woken by the release, not its 5 s retry
+    expect(second.fence! > lock.fence!).toBe(true);
+    expect((await second.release()).freed).toBe(true);
+  } finally {
+    await redlock.quit();
+    await waiter.quit();
+    for (const { close } of [...opened, ...waiting]) await close();
   }
 });
 
