@@ -3,7 +3,7 @@ export type { Semaphore, PermitHolder } from './semaphore/semaphore.js';
 export type { Permit } from './semaphore/permit.js';
 export type { SemaphoreOptions } from './semaphore/check.js';
 export type { Lock, ReleaseResult } from './lock/lock.js';
-export type { IoredisClusterLike, IoredisLike, MemberClient } from './clients/index.js';
+export type { GlideClusterLike, GlideLike, IoredisClusterLike, IoredisLike, MemberClient, NodeRedisClusterLike, NodeRedisLike } from './clients/index.js';
 export {
   codes,
   errorCodes,
