@@ -5,8 +5,10 @@
 # project, require() and import give one copy, errors keep their classes and codes
 # (test/fixtures/package-errors/dual.mjs); a consumer on ioredis 5 and one on ioredis 6 (a peer
 # dependency: the application's one copy) type-check against that ioredis' own types and lock on
-# local redis-server masters (test/fixtures/package-consumer); and the README's quick start runs
-# as written, from starting the masters to a script that exits by itself.
+# local redis-server masters (test/fixtures/package-consumer); consumers with one other client
+# library each and no ioredis (redis 5, redis 6, iovalkey, Valkey GLIDE) type-check, run the lock
+# family and load the CLI or are told it needs ioredis (scripts/check-package-clients.sh); and the
+# README's quick start runs as written, from starting the masters to a script that exits by itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npm run build >/dev/null
@@ -45,6 +47,8 @@ for major in 5 6; do
   node node_modules/typescript/bin/tsc -p "$dir/tsconfig.json"
   (cd "$dir" && IOREDIS_VERSION="$(node -p "require('ioredis/package.json').version")" node out/app.js "${ports[@]:0:3}")
 done
+# Consumers on node-redis, iovalkey or GLIDE alone, without ioredis (test/fixtures/package-clients).
+bash scripts/check-package-clients.sh "$tarball" "$out" "${ports[@]:0:3}"
 # The types as each resolution reads them, skipLibCheck off (test/fixtures/package-types): node16
 # from ESM (.mts) and from CJS (.cts), node10, bundler.
 types="$out/ioredis6/types"
