@@ -21,14 +21,19 @@ import { address, clusterId } from './id.js';
 
 /** What quorumlock uses of a GlideClient, typed loosely so that the library's class fits. */
 export interface GlideLike {
+  /** Sends one command as it is: how our scripts are sent. */
   customCommand(args: any[], options?: any): Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- the library's own signature must fit
+  /** Runs a script (what tells a GLIDE client apart). */
   invokeScript(script: any, options?: any): Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
+  /** Runs a Batch: our calls of one tick, in order. */
   exec(batch: any, raiseOnError: boolean, options?: any): Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
+  /** Closes the client (quorumlock closes only the clients it made). */
   close(errorMessage?: string): void;
 }
 
 /** A GlideClusterClient: a GlideLike that also routes scripts. */
 export interface GlideClusterLike extends GlideLike {
+  /** Runs a script on a chosen node (what tells a Cluster client apart). */
   invokeScriptWithRoute(script: any, options?: any): Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
 }
 

@@ -19,17 +19,25 @@ import { memberIdOf, type ClientShape } from './id.js';
 
 /** What quorumlock uses of an ioredis or iovalkey Redis, typed loosely so both libraries' classes fit. */
 export interface IoredisLike {
+  /** The client's connection state ('ready', 'wait', 'end', ...). */
   status: string;
+  /** The options it was made with (keyPrefix, host, port, db, ...). */
   options: object;
+  /** Defines a script as a command: how our scripts are sent. */
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
+  /** A new connection with the same options: our subscriber. */
   duplicate(...args: any[]): any; // eslint-disable-line @typescript-eslint/no-explicit-any -- both libraries' own overloads must fit
+  /** Its connection events. */
   on(event: any, listener: (...args: any[]) => void): unknown; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
+  /** INFO: what the server says about itself. */
   info(...args: any[]): Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
 }
 
 /** An ioredis (or iovalkey) Cluster: an IoredisLike that also lists its nodes. */
 export interface IoredisClusterLike extends IoredisLike {
+  /** True for a Cluster. */
   isCluster: boolean;
+  /** The Cluster's nodes (its masters: their INFO). */
   nodes(role?: any): any[]; // eslint-disable-line @typescript-eslint/no-explicit-any -- as above
 }
 

@@ -21,21 +21,33 @@ import { address, clusterId } from './id.js';
 /* eslint-disable @typescript-eslint/no-explicit-any -- the public shapes stay loose, so that node-redis 5's and 6's generic classes fit as they are */
 /** What quorumlock uses of a node-redis client (`createClient()`), typed loosely so 5's and 6's classes fit. */
 export interface NodeRedisLike {
+  /** Whether the client is open (connected or reconnecting). */
   readonly isOpen: boolean;
+  /** Whether commands written now reach a connected server. */
   readonly isReady: boolean;
+  /** The options it was made with (socket, database, keyPrefix). */
   readonly options?: object | undefined;
+  /** Sends one command as it is: how our scripts are sent. */
   sendCommand(...args: any[]): Promise<any>;
+  /** A new client with the same options: our subscriber. */
   duplicate(...args: any[]): any;
+  /** Connects it (quorumlock/testing only: a Redlock never connects your client). */
   connect(...args: any[]): Promise<any>;
+  /** Its events: ready, error, reconnecting, end. */
   on(event: any, listener: (...args: any[]) => void): unknown;
 }
 
 /** A node-redis Cluster (`createCluster()`): recognised, not served yet. */
 export interface NodeRedisClusterLike {
+  /** Whether the client is open (connected or reconnecting). */
   readonly isOpen: boolean;
+  /** The Cluster's master nodes. */
   readonly masters: readonly any[];
+  /** A client of one node (a master's INFO). */
   nodeClient(...args: any[]): any;
+  /** Sends one command as it is: how our scripts are sent. */
   sendCommand(...args: any[]): Promise<any>;
+  /** A new client with the same options: our subscriber. */
   duplicate(...args: any[]): any;
 }
 /* eslint-enable @typescript-eslint/no-explicit-any */

@@ -10,7 +10,16 @@ import { SHARED_MARK } from '../store/protocol.js';
 import { argumentError } from '../errors.js';
 import { silentLogger, type Logger } from '../diagnostics.js';
 import { checkOptionNames, operatorOptionNames, redlockOptionNames } from './names.js';
-import { defaults, MAX_TTL_MS, quarantineMsOf, type AcquireOptions, type AttemptPolicy, type OperatorOptions, type RedlockOptions, type Settings } from './settings.js';
+import {
+  defaults,
+  MAX_TTL_MS,
+  quarantineMsOf,
+  type AcquireOptions,
+  type AttemptPolicy,
+  type OperatorOptions,
+  type RedlockOptions,
+  type Settings,
+} from './settings.js';
 
 function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
