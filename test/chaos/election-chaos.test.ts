@@ -123,7 +123,14 @@ async function run(fault: Fault | 'pauses', options: { seconds: number; quaranti
       const members = await openMembers(addresses, 'fail-fast', { wait: false });
       const { connected } = members;
       const node = {
-        redlock: new Redlock(members.clients, { nodeTimeout: 50, maxLockTtl: 2 * TTL, quarantine: options.quarantine, retryDelay: 50, retryJitter: 25, logger }),
+        redlock: new Redlock(members.clients, {
+          nodeTimeout: 50,
+          maxLockTtl: 2 * TTL,
+          quarantine: options.quarantine,
+          retryDelay: 50,
+          retryJitter: 25,
+          logger,
+        }),
         members,
       };
       nodes.push(node);
