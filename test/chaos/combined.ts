@@ -4,16 +4,19 @@
  * resources under `using()` (auto-extension) with `{ fencing: true }` and write to a protected
  * store (a separate redis-server) through `fencedWrite` at the start and end of every holding.
  *
- * The clients keep ioredis' defaults (autoResendUnfulfilledCommands, the offline queue): a
- * command written to a member that dies is re-sent to the new process, one written while a link
- * is held arrives late, one in flight at a failover reaches the promoted replica. That is what
- * users run with, and what the library must be safe under (docs/internals.md#re-send-after-reconnect).
+ * The member clients are of the library QUORUMLOCK_CHAOS_CLIENT names (clients.ts), with that
+ * library's defaults: with ioredis' (autoResendUnfulfilledCommands, the offline queue) a command
+ * written to a member that dies is re-sent to the new process, one written while a link is held
+ * arrives late, one in flight at a failover reaches the promoted replica. That is what users run
+ * with, and what the library must be safe under (docs/internals.md#re-send-after-reconnect).
+ * Admin connections, MONITOR and the protected store stay on ioredis.
  *
  * Faults (never more than a minority of members impaired at once, counting a restarted or
  * failed-back member as impaired until its quarantine is over and a fenced holding has counted
  * it again, which syncs its fence counter; at most two faults at a time):
  * - kill: SIGSTOP a member (commands pile up unanswered), SIGKILL it and start it empty on the
- *   same port; ioredis re-sends the unanswered commands to the new process.
+ *   same port; ioredis re-sends the unanswered commands to the new process (node-redis and GLIDE
+ *   reject them).
  * - hold: one member's proxy holds client→server for 100–800 ms, then delivers it all in order.
  * - failover: member PAIR is a master S1 with a replica S2 behind a fixed address (a proxy).
  *   S2 is promoted (REPLICAOF NO ONE) and the address moved to it; S1 is demoted under S2 (a
@@ -50,6 +53,7 @@ import {
 } from './combined-check.js';
 import { sleep } from './faults.js';
 import { TcpProxy } from './proxy.js';
+import { openMembers, type Members } from './clients.js';
 import { mulberry32 } from '../harness/prng.js';
 
 const MEMBERS = 5;
@@ -249,7 +253,7 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
   const plain = await processBackend.start(MEMBERS - 1);
   const started: { stop(): Promise<void> }[] = [plain];
   const proxies: TcpProxy[] = [];
-  const connections: Redis[][] = [];
+  const connections: Members[] = [];
   const stores: Redis[] = [];
   const redlocks: Redlock[] = [];
   // The client MONITOR was asked on, and the connection monitor() opened for it: both to close.
@@ -288,15 +292,17 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
     });
 
     for (let c = 0; c < CLIENTS; c++) {
-      const clients = proxies.map((proxy) => new Redis({ host: '127.0.0.1', port: proxy.port })); // ioredis defaults
-      for (const client of clients) client.on('error', () => {});
-      connections.push(clients);
+      const members = await openMembers(
+        proxies.map((proxy) => ({ host: '127.0.0.1', port: proxy.port })),
+        'defaults',
+      );
+      connections.push(members);
       const store = new Redis({ host: storeServer.host, port: storeServer.port });
       store.on('error', () => {});
       stores.push(store);
-      redlocks.push(new Redlock(clients, { maxLockTtl: MAX_LOCK_TTL, quarantine: options.quarantine ?? true }));
+      redlocks.push(new Redlock(members.clients, { maxLockTtl: MAX_LOCK_TTL, quarantine: options.quarantine ?? true }));
     }
-    await Promise.all([...connections.flat(), ...stores].map((client) => client.ping()));
+    await Promise.all(stores.map((client) => client.ping()));
     // The members are brand new: the operator's one-time declaration (S2 shares S1's data).
     await redlocks[0]!.trustMembers();
 
@@ -471,7 +477,7 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
           await master.pause(); // commands pile up unanswered
           // Written and unanswered: what ioredis will re-send to the new process. Waiting in
           // line needs no command, so give the clients up to a second to send one.
-          const inFlightNow = () => connections.reduce((sum, clients) => sum + clients[victim]!.commandQueue.length, 0);
+          const inFlightNow = () => connections.reduce((sum, members) => sum + members.inFlight(victim), 0);
           await delay(between(rng, 100, 300));
           for (let waited = 0; inFlightNow() === 0 && waited < 1000; waited += 20) await delay(20);
           const inFlight = inFlightNow();
@@ -666,7 +672,8 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
   } finally {
     unsubscribe(channels.extend.name, onExtend);
     await Promise.all(redlocks.map((redlock) => redlock.quit()));
-    for (const client of [...connections.flat(), ...stores]) client.disconnect();
+    for (const members of connections) members.close();
+    for (const client of stores) client.disconnect();
     monitor?.disconnect();
     monitorOwner?.disconnect();
     await Promise.all(proxies.map((proxy) => proxy.close()));

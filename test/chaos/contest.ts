@@ -1,16 +1,16 @@
 /**
  * The run the lock-family chaos scenarios share (shared locks, semaphores, reentrancy): 5 fresh
  * masters (behind TCP proxies when the fault cuts links), `clients` independent Redlocks each on
- * its own connections (scenarios.ts' connectAll: no offline queue, no re-send), the members
+ * its own connections (scenarios.ts' connectAll, of the library clients.ts chose: no offline queue, no re-send), the members
  * declared brand new, then contend() with the scenario's `take` while `fault` runs for `seconds`.
  * Each scenario judges what was recorded with its own checker.
  */
-import type Redis from 'ioredis';
 import { Redlock, type AcquireOptions, type RedlockOptions } from '../../src/index.js';
 import { startMasters } from '../harness/index.js';
 import { contend, type ContendOptions, type Recording } from './checker.js';
 import type { Fault } from './faults.js';
 import { TcpProxy } from './proxy.js';
+import type { Members } from './clients.js';
 import { connectAll } from './scenarios.js';
 
 export interface ContestOptions {
@@ -30,15 +30,15 @@ export interface ContestOptions {
 export async function contest(options: ContestOptions): Promise<{ recording: Recording; faults: Record<string, number> }> {
   const set = await startMasters(5);
   const proxies: TcpProxy[] = [];
-  const connections: Redis[] = [];
+  const connections: Members[] = [];
+  const redlocks: Redlock[] = [];
   try {
     if (options.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
     const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
-    const redlocks: Redlock[] = [];
     for (let i = 0; i < options.clients; i++) {
-      const clients = await connectAll(addresses);
-      connections.push(...clients);
-      redlocks.push(new Redlock(clients, options.redlockOptions));
+      const members = await connectAll(addresses);
+      connections.push(members);
+      redlocks.push(new Redlock(members.clients, options.redlockOptions));
     }
     await redlocks[0]!.trustMembers();
     const stop = new AbortController();
@@ -66,7 +66,8 @@ export async function contest(options: ContestOptions): Promise<{ recording: Rec
     });
     return { recording, faults: report.counts };
   } finally {
-    for (const client of connections) client.disconnect();
+    await Promise.all(redlocks.map((redlock) => redlock.quit()));
+    for (const members of connections) members.close();
     await Promise.all(proxies.map((proxy) => proxy.close()));
     await set.stop();
   }

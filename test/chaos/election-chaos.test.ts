@@ -1,5 +1,6 @@
 /**
- * Election chaos: 5 campaigners (each its own Redlock on its own ioredis clients, all in this
+ * Election chaos: 5 campaigners (each its own Redlock on its own member clients, of the library
+ * clients.ts chose, all in this
  * process so that performance.now() orders everything) campaign for one election on 5 real
  * masters. Each leader holds for a random time (often past the first extension) and resigns, or
  * is "killed": its clients are disconnected without resigning, so its lock runs out and a fresh
@@ -12,7 +13,6 @@
  * by its validity end (except where an event-loop stall froze it past that end, which no timer
  * can prevent: the term is what covers it); and leaders kept being elected.
  */
-import Redis from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { Redlock, type Leadership, type LeadershipLostError } from '../../src/index.js';
 import { startMasters } from '../harness/index.js';
@@ -20,7 +20,7 @@ import { overlaps } from './checker.js';
 import { lateSignals, reignInterval, termViolations, type Reign } from './election-checker.js';
 import { killRestart, sleep, type Fault } from './faults.js';
 import { TcpProxy } from './proxy.js';
-import { clientOptions } from './scenarios.js';
+import { openMembers, type Members } from './clients.js';
 
 const CAMPAIGNERS = 5;
 const TTL = 1000;
@@ -99,7 +99,7 @@ interface Outcome {
 async function run(fault: Fault | 'pauses', options: { seconds: number; quarantine: boolean; proxied: boolean }): Promise<Outcome> {
   const set = await startMasters(5);
   const proxies: TcpProxy[] = [];
-  const nodes: { redlock: Redlock; clients: Redis[] }[] = [];
+  const nodes: { redlock: Redlock; members: Members }[] = [];
   const campaignWarnings: Record<string, number> = {};
   /** When an acquire attempt won a lock quorum but fencing refused to issue a term ('unfenced'). */
   const unfencedAt: number[] = [];
@@ -117,21 +117,27 @@ async function run(fault: Fault | 'pauses', options: { seconds: number; quaranti
   try {
     if (options.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
     const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
-    const connect = () => {
-      const clients = addresses.map((address) => new Redis({ ...address, ...clientOptions }));
-      for (const client of clients) client.on('error', () => {});
+    const connect = async () => {
       // Not awaited: a replacement campaigner may connect while a member is cut off (a blackhole
       // never answers the handshake), and that member simply does not vote until it connects.
-      const connected = Promise.all(clients.map((client) => client.connect().catch(() => undefined)));
+      const members = await openMembers(addresses, 'fail-fast', { wait: false });
+      const { connected } = members;
       const node = {
-        redlock: new Redlock(clients, { nodeTimeout: 50, maxLockTtl: 2 * TTL, quarantine: options.quarantine, retryDelay: 50, retryJitter: 25, logger }),
-        clients,
+        redlock: new Redlock(members.clients, {
+          nodeTimeout: 50,
+          maxLockTtl: 2 * TTL,
+          quarantine: options.quarantine,
+          retryDelay: 50,
+          retryJitter: 25,
+          logger,
+        }),
+        members,
       };
       nodes.push(node);
       return { node, connected };
     };
     // Every first campaigner connected before any fault starts.
-    const first = Array.from({ length: CAMPAIGNERS }, () => connect());
+    const first = await Promise.all(Array.from({ length: CAMPAIGNERS }, () => connect()));
     await Promise.all(first.map(({ connected }) => connected));
     await first[0]!.node.redlock.trustMembers();
 
@@ -177,9 +183,9 @@ async function run(fault: Fault | 'pauses', options: { seconds: number; quaranti
     };
 
     const campaigner = async (slot: number): Promise<void> => {
-      let node: { redlock: Redlock; clients: Redis[] } | undefined = first[slot]!.node;
+      let node: { redlock: Redlock; members: Members } | undefined = first[slot]!.node;
       while (!stop.signal.aborted) {
-        node ??= connect().node;
+        node ??= (await connect()).node;
         let leadership: Leadership;
         try {
           leadership = await node.redlock.election(ELECTION, { ttl: TTL, id: `c${slot}` }).campaign({ signal: stop.signal });
@@ -193,7 +199,7 @@ async function run(fault: Fault | 'pauses', options: { seconds: number; quaranti
         await Promise.race([sleep(between(0.2, 1.6) * TTL, stop.signal), ended(leadership.signal)]);
         if (leadership.leading && !stop.signal.aborted && reigns.indexOf(reign) % KILL_EVERY === 1) {
           reign.killed = true;
-          for (const client of node.clients) client.disconnect();
+          node.members.close();
           void node.redlock.quit();
           node = undefined;
           dying.push(ended(leadership.signal));
@@ -245,9 +251,9 @@ async function run(fault: Fault | 'pauses', options: { seconds: number; quaranti
       killed: reigns.filter((reign) => reign.killed).length,
     };
   } finally {
-    for (const { redlock, clients } of nodes) {
+    for (const { redlock, members } of nodes) {
       await redlock.quit();
-      for (const client of clients) client.disconnect();
+      members.close();
     }
     await Promise.all(proxies.map((proxy) => proxy.close()));
     await set.stop();

@@ -11,6 +11,7 @@ import { processBackend } from '../harness/process.js';
 import { acquiredWithin, contend, fenceViolations, intervalOf, overlaps, quantile } from './checker.js';
 import { killRestart, majorityPause, minorityLatency, minorityPause, none, type Fault } from './faults.js';
 import { TcpProxy } from './proxy.js';
+import { chaosLibrary, openMembers, type Address, type ChaosLibrary, type Members } from './clients.js';
 
 export const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 // libfaketime alone deadlocks redis-server at start-up (with jemalloc); glibc preloaded after it does not.
@@ -59,6 +60,8 @@ export interface RunOptions {
 export interface ScenarioResult {
   scenario: ScenarioName;
   backend: string;
+  /** The member clients' library (QUORUMLOCK_CHAOS_CLIENT: clients.ts). */
+  client: ChaosLibrary;
   quarantine: boolean;
   fencing: boolean;
   seconds: number;
@@ -88,19 +91,14 @@ const RESOURCE = 'chaos:resource';
 const WAIT_TIMEOUT_MS = 5000;
 
 /**
- * ioredis settings that make a member that is down or cut off simply not vote. By default ioredis
- * queues commands while disconnected and re-sends unanswered ones after a reconnect: a holder's
- * SET would then land late on a healed or restarted member, which happens to hide the restart
- * hazard, and nothing guarantees it does.
+ * Member clients to `addresses`, connected, of the library the run chose (clients.ts), in its
+ * 'fail-fast' profile: a member that is down or cut off simply does not vote. Every library's
+ * default would queue commands while disconnected (and ioredis re-sends unanswered ones after a
+ * reconnect): a holder's SET would then land late on a healed or restarted member, which happens
+ * to hide the restart hazard, and nothing guarantees it does.
  */
-export const clientOptions = { lazyConnect: true, enableOfflineQueue: false, autoResendUnfulfilledCommands: false, retryStrategy: () => 20 } as const;
-
-/** Clients to `addresses` with clientOptions, connected; their errors (restarts, cuts) are expected. */
-export async function connectAll(addresses: readonly { host: string; port: number }[]): Promise<Redis[]> {
-  const clients = addresses.map((address) => new Redis({ ...address, ...clientOptions }));
-  for (const client of clients) client.on('error', () => {}); // restarts and cuts are the point here
-  await Promise.all(clients.map((client) => client.connect()));
-  return clients;
+export function connectAll(addresses: readonly Address[]): Promise<Members> {
+  return openMembers(addresses, 'fail-fast');
 }
 
 /** 3 normal masters and 2 whose clocks run 1.2× fast (libfaketime). Always processes: env needs them. */
@@ -135,23 +133,25 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
   const { ttl, maxLockTtl } = spec;
   const set = await spec.startMasters();
   const proxies: TcpProxy[] = [];
-  const connections: Redis[][] = [];
+  const connections: Members[] = [];
   const redlocks: Redlock[] = [];
   try {
     if (spec.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
     const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
     const redlockOptions: RedlockOptions = { nodeTimeout: 50, maxLockTtl, quarantine: options.quarantine, driftFactor: spec.driftFactor ?? 0.01 };
     for (let i = 0; i < CLIENTS; i++) {
-      const clients = await connectAll(addresses);
-      connections.push(clients);
-      redlocks.push(new Redlock(clients, redlockOptions));
+      const members = await connectAll(addresses);
+      connections.push(members);
+      redlocks.push(new Redlock(members.clients, redlockOptions));
     }
     // The masters are brand new: the operator's one-time declaration, or none would count for maxLockTtl.
     await redlocks[0]!.trustMembers();
     const faults: Record<string, number> = {};
     if (name === 'clock-drift') {
       // Proof that the fast clocks are in effect (they are not on a backend that ignores env).
-      const rates = await Promise.all(connections[0]!.slice(3).map(clockRate));
+      // On admin connections of our own: the members' clients may be of another library.
+      const admins = set.masters.slice(3).map(({ host, port }) => new Redis({ host, port }));
+      const rates = await Promise.all(admins.map(clockRate)).finally(() => admins.forEach((admin) => admin.disconnect()));
       if (rates.some((rate) => rate < FAST_CLOCK_RATE - 0.05))
         throw new Error(`clock-drift: fast members run at ${rates.map((r) => r.toFixed(2)).join(', ')}× instead of ${FAST_CLOCK_RATE}×`);
       faults.fastMembers = rates.length;
@@ -194,6 +194,7 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
     const windowViolations = acquiredWithin(holdings, report.windows ?? []);
     return {
       scenario: name,
+      client: chaosLibrary,
       backend: name === 'clock-drift' ? 'process' : (process.env.QUORUMLOCK_TEST_BACKEND ?? 'process'),
       quarantine: options.quarantine,
       fencing: options.fencing,
@@ -215,7 +216,7 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
     };
   } finally {
     await Promise.all(redlocks.map((redlock) => redlock.quit()));
-    for (const client of connections.flat()) client.disconnect();
+    for (const members of connections) members.close();
     await Promise.all(proxies.map((proxy) => proxy.close()));
     await set.stop();
   }
