@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url';
 const LAYERS = [
   ['errors', 'lua', 'tally'], // every error, with the vote records it carries; the script text; majority counting
   ['clock', 'diagnostics'], // the monotonic clock and drift; diagnostics_channel events and the Logger
-  ['store', 'fencing'], // what is on a server: keys, scripts, the wire protocol, INFO; the fenced write
+  ['store'], // what is on a server: keys, scripts, the wire protocol, INFO
   ['clients'], // one adapter per Redis client library, behind the Connection interface
-  ['members'], // one member: the Member interface, its server watch, epochs and script binding
+  ['members', 'fencing'], // one member: the Member interface, its server watch, epochs and script binding; the fenced write
   ['options'], // the user's options, checked before any I/O, and the settings they make
   ['waiting'], // lines of waiters, wake-ups by pub/sub
   ['quorum'], // the algorithm: round, attempt, loop, extend, release, fence, hand-over

@@ -3,6 +3,7 @@
  * holder that paused past its validity from writing afterwards; the store can, if every write
  * carries the lock's fence and the store refuses tokens lower than the highest it has seen.
  */
+import { connectionOf, type MemberClient } from '../clients/index.js';
 import { argumentError } from '../errors.js';
 import { guardLua } from '../lua/sources.js';
 
@@ -22,16 +23,11 @@ export function fenceKeyOf(key: string): string {
 /**
  * Writes `value` to `key` on `client` (the store, not a lock member) unless a write with a higher
  * fencing token already happened. Resolves true when written, false when `fence` was stale.
- * `client` is an ioredis or iovalkey Redis (or Cluster): typed by the one method called, so that
- * the published types name no client library (a project without ioredis must compile them).
+ * `client`: a client of any library a member may use (ioredis, iovalkey, node-redis, GLIDE),
+ * through its adapter; the keys are as given (an ioredis keyPrefix applies, as to any EVAL of it).
  */
-export async function fencedWrite(
-  client: { eval(script: string, numKeys: number, ...keysThenArgs: (string | number)[]): Promise<unknown> },
-  key: string,
-  value: string,
-  fence: number,
-): Promise<boolean> {
+export async function fencedWrite(client: MemberClient, key: string, value: string, fence: number): Promise<boolean> {
   if (!Number.isSafeInteger(fence) || fence < 1) throw argumentError(RangeError, 'fence', `must be a positive integer (lock.fence), got ${fence}`);
-  const written = await client.eval(guardLua, 2, key, fenceKeyOf(key), value, fence);
+  const written = await connectionOf(client).command(['EVAL', guardLua, '2', key, fenceKeyOf(key), value, String(fence)]);
   return written === 1;
 }

@@ -11,7 +11,7 @@ import { Redis as Valkey } from 'iovalkey';
 import { createClient as createClient6 } from 'redis';
 import { createClient as createClient5 } from 'redis5';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redlock, type MemberClient } from '../../../src/index.js';
+import { fencedWrite, Redlock, type MemberClient } from '../../../src/index.js';
 import { resetMembers } from '../../../src/testing.js';
 import { processBackend } from '../../harness/process.js';
 import type { Master, MasterSet } from '../../harness/types.js';
@@ -108,6 +108,10 @@ describe.each(sets)('$name', ({ libraries }) => {
     await lock.release();
     const next = await waiter;
     expect(next.fence! > lock.fence!).toBe(true);
+    // The store guarded by the tokens, through the same library: the older holder is turned away.
+    const store = clients[0]!;
+    expect(await fencedWrite(store, `${resource}:data`, 'from the new holder', next.fence!)).toBe(true);
+    expect(await fencedWrite(store, `${resource}:data`, 'from the old holder', lock.fence!)).toBe(false);
     await next.release();
   }, 20_000);
 
