@@ -51,11 +51,18 @@ export default defineConfig({
           exclude: [...unit, ...chaos, ...containersOnly],
           // Fails the run at once, with install instructions, when redis-server is missing.
           globalSetup: ['test/harness/global-setup.ts'],
+          setupFiles: ['test/harness/quiet-glide.ts'],
         },
       },
       {
         extends: true,
-        test: { name: 'chaos', include: chaos, exclude: containersOnly, globalSetup: ['test/harness/global-setup.ts'] },
+        test: {
+          name: 'chaos',
+          include: chaos,
+          exclude: containersOnly,
+          globalSetup: ['test/harness/global-setup.ts'],
+          setupFiles: ['test/harness/quiet-glide.ts'],
+        },
       },
     ],
   },
