@@ -15,10 +15,10 @@ export type { NodeRedisClusterLike, NodeRedisLike } from './node-redis.js';
 
 /**
  * A member's client: an ioredis or iovalkey client (a single master, or a Sentinel-managed
- * group) or Cluster, a node-redis client (`createClient`), or a Valkey GLIDE GlideClient or
+ * group) or Cluster, a node-redis client (`createClient`) or Cluster (`createCluster`), or a Valkey GLIDE GlideClient or
  * GlideClusterClient. Typed by what quorumlock uses, so each library's own classes fit as they are.
  */
-export type MemberClient = IoredisLike | IoredisClusterLike | NodeRedisLike | GlideLike | GlideClusterLike;
+export type MemberClient = IoredisLike | IoredisClusterLike | NodeRedisLike | NodeRedisClusterLike | GlideLike | GlideClusterLike;
 
 /** What names a client, known without I/O (the options check uses it). */
 export interface ClientDescription {
@@ -58,5 +58,5 @@ export function connectionOf(client: MemberClient): Connection {
 function adapt(client: MemberClient): Connection {
   if (isIoredis(client)) return ioredisConnection(client);
   if (isGlide(client)) return glideConnection(client);
-  return nodeRedisConnection(client as NodeRedisLike);
+  return nodeRedisConnection(client as NodeRedisLike | NodeRedisClusterLike);
 }

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { createClient, createCluster, defineScript, RESP_TYPES, type RedisClientType } from 'redis';
 import { createClient as createClient5, createCluster as createCluster5, type RedisClientType as RedisClientType5 } from 'redis5';
 import type { NodeRedisClusterLike, NodeRedisLike } from '../../src/clients/node-redis.js';
+import type { MemberClient } from '../../src/index.js';
 
 const scripts = {
   bump: defineScript({
@@ -39,6 +40,9 @@ export const clusters: NodeRedisClusterLike[] = [
   createCluster5({ rootNodes: [{ url: 'redis://localhost:7000' }] }),
   createCluster5({ rootNodes: [{ url: 'redis://localhost:7000' }], RESP: 3 }),
 ];
+
+// Both are a Redlock's members as they are.
+export const members: MemberClient[] = [...clients, ...clusters];
 
 // @ts-expect-error -- ioredis has no isOpen/isReady: it is the other adapter's
 export const notNodeRedis: NodeRedisLike = new Redis({ lazyConnect: true });

@@ -9,6 +9,7 @@ import { createClient, createCluster, createSentinel } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
 import { memberIdOf as memberId } from '../../src/clients/id.js';
+import { describeClient } from '../../src/clients/index.js';
 import { retryDelayMs } from '../../src/quorum/wait.js';
 import { ArgumentRangeError, ArgumentTypeError, QuorumlockError, type ArgumentError } from '../../src/errors.js';
 import { checkAcquireOptions, checkMembers, checkResources, checkSettings, checkTtl, minTtl } from '../../src/options/check.js';
@@ -179,11 +180,22 @@ describe('members (checkMembers)', () => {
       says: ['must be a client of ioredis, iovalkey, node-redis (redis) or Valkey GLIDE', 'got null'],
     },
     {
-      label: 'a node-redis Cluster',
-      run: () => checkMembers([a, createCluster({ rootNodes: [{ url: 'redis://10.0.0.9:7000' }] })]),
-      kind: TypeError,
+      label: 'a node-redis Cluster twice, its root nodes in another order',
+      run: () =>
+        checkMembers([
+          createCluster({ rootNodes: [{ url: 'redis://10.0.0.9:7000' }, { socket: { host: '10.0.0.8', port: 7000 } }] }),
+          createCluster({ rootNodes: [{ socket: { host: '10.0.0.8', port: 7000 } }, { url: 'redis://10.0.0.9:7000' }] }),
+        ]),
+      kind: RangeError,
       parameter: 'members[1]',
-      says: ['is a node-redis Cluster (createCluster)', 'use an ioredis, iovalkey or GLIDE client'],
+      says: ['is the same server as members[0]', 'cluster:10.0.0.8:7000,10.0.0.9:7000'],
+    },
+    {
+      label: 'a node-redis Cluster whose keyPrefix splits a hash tag',
+      run: () => checkMembers([createCluster({ rootNodes: [{ url: 'redis://10.0.0.9:7000' }], keyPrefix: 'app{' })]),
+      kind: RangeError,
+      parameter: 'members[0]',
+      says: ['complete hash tag'],
     },
     {
       label: 'a node-redis Sentinel client',
@@ -232,6 +244,13 @@ describe('members (checkMembers)', () => {
       parameter: 'members[1]',
       message: expect.stringContaining('localhost:6379/0'),
     });
+  });
+
+  it('accepts a node-redis Cluster, named cluster: and its root nodes, sorted', () => {
+    const cluster = createCluster({ rootNodes: [{ url: 'redis://10.0.0.9:7000' }, { socket: { host: '10.0.0.8', port: 7001 } }] });
+    expect(checkMembers([a, cluster])).toEqual([a, cluster]);
+    expect(describeClient(cluster)).toEqual({ library: 'node-redis', id: 'cluster:10.0.0.8:7001,10.0.0.9:7000', isCluster: true, keyPrefix: '' });
+    expect(cluster.isOpen).toBe(false); // nothing connects
   });
 
   it('accepts different dbs on the same host:port, and different ports', () => {

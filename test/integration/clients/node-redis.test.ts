@@ -135,7 +135,8 @@ describe.each(variants)('$library, RESP$RESP', ({ library, createClient, createC
     const cluster = createCluster({ rootNodes: [{ url: 'redis://b.example:7001' }, { socket: { host: 'a.example', port: 7000 } }] });
     expect(isNodeRedis(cluster)).toBe(true);
     expect(describeNodeRedis(cluster)).toEqual({ id: 'cluster:a.example:7000,b.example:7001', isCluster: true, keyPrefix: '' });
-    expect(() => nodeRedisConnection(cluster as NodeRedisLike)).toThrow(/Cluster .* not supported/);
+    // A Cluster's connection (node-redis-cluster.test.ts), made without I/O.
+    expect(nodeRedisConnection(cluster as NodeRedisLike)).toMatchObject({ isCluster: true, id: 'cluster:a.example:7000,b.example:7001', state: 'waiting' });
     const connection = nodeRedisConnection(client);
     expect(connection.library).toBe('node-redis');
     expect(connection.state).toBe('waiting');
