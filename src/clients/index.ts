@@ -6,7 +6,7 @@ import type { Connection, Library } from './connection.js';
 import { ioredisConnection, isIoredis, type IoredisClusterLike, type IoredisLike } from './ioredis.js';
 import { memberIdOf, type ClientShape } from './id.js';
 import { describeGlide, glideConnection, isGlide, type GlideClusterLike, type GlideLike } from './glide.js';
-import { describeNodeRedis, isNodeRedis, nodeRedisConnection, type NodeRedisLike } from './node-redis.js';
+import { describeNodeRedis, isNodeRedis, nodeRedisConnection, type NodeRedisClusterLike, type NodeRedisLike } from './node-redis.js';
 
 export type { Connection, ConnectionEvent, Library, Loader, Subscription } from './connection.js';
 export type { IoredisClusterLike, IoredisLike } from './ioredis.js';
