@@ -4,7 +4,8 @@
  * restart hazard, made to happen every cycle) or stops 2 of 5 with SIGSTOP again and again. The
  * checker (shared-checker.ts) requires that no writer's guaranteed interval overlaps any other
  * holder's, readers' may overlap; fence tokens of readers and writers together strictly increase
- * against every writer's in the order of their acquisition (one counter per resource).
+ * against every writer's in the order of their acquisition (one counter per resource). The
+ * writers start once every reader's first acquire has settled (writersAfterReaders: why).
  */
 import { describe, expect, it } from 'vitest';
 import { intervalOf, type Holding } from './checker.js';
@@ -41,7 +42,42 @@ function writerFenceViolations(holdings: readonly Holding[]): number {
   return violations;
 }
 
+/**
+ * A gate the writers' first acquires wait at until every reader's first acquire has settled.
+ *
+ * Why: the line is first come, first served, and a client that lets go comes back at its end. So
+ * whatever order the 8 clients' first tickets take at the start repeats for the whole run: readers
+ * share only where they stand side by side in it. All 8 start in the same millisecond, readers
+ * and writers alternating (client 0, 1, 2, ...). With ioredis or node-redis every member reads
+ * client 0's first attempt first (each socket is written in call order, in the caller's tick), a
+ * reader wins, the other readers' first attempts get in beside it before any writer has joined
+ * the line, and the four readers stay together all along. GLIDE writes each client's request from
+ * its own task in its Rust core, so the first attempts reach each member in its own order: a
+ * writer often wins the first race, or joins the line before the other readers' first attempts
+ * land; the line then alternates reader, writer, reader, ... and no two readers hold at once
+ * again. With kill-restart each turn of the line is then 8 holds long (about 5 s) instead of 5,
+ * and no holder that called after the cut comes within the fault's 4 s to restart under. The gate
+ * takes that race out: the readers start together, and whichever the library, the writers join
+ * the line only once they hold.
+ */
+function writersAfterReaders(): { before(client: number, signal: AbortSignal | undefined): Promise<void>; after(client: number): void } {
+  const readers = new Set(Array.from({ length: CLIENTS }, (_, client) => client).filter(isReader));
+  let open!: () => void;
+  const readersIn = new Promise<void>((resolve) => (open = resolve));
+  return {
+    before(client, signal) {
+      if (isReader(client) || readers.size === 0) return Promise.resolve();
+      // Let go at the stop too: contend() then sees the signal aborted and ends this client.
+      return Promise.race([readersIn, new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true }))]);
+    },
+    after(client) {
+      if (readers.delete(client) && readers.size === 0) open();
+    },
+  };
+}
+
 async function run(fault: Fault, options: { seconds: number; proxied: boolean; hold: [number, number] }): Promise<Outcome> {
+  const gate = writersAfterReaders();
   const { recording, faults } = await contest({
     clients: CLIENTS,
     redlockOptions: { nodeTimeout: 50, maxLockTtl: 2 * TTL, retryDelay: 50, retryJitter: 25 },
@@ -52,7 +88,10 @@ async function run(fault: Fault, options: { seconds: number; proxied: boolean; h
     ttl: TTL,
     hold: options.hold,
     acquire: { retryCount: Infinity, waitTimeout: 5_000, fencing: true },
-    take: (redlock, client, acquire) => redlock.acquire(RESOURCE, TTL, { ...acquire, shared: isReader(client) }),
+    take: async (redlock, client, acquire) => {
+      await gate.before(client, acquire.signal);
+      return redlock.acquire(RESOURCE, TTL, { ...acquire, shared: isReader(client) }).finally(() => gate.after(client));
+    },
   });
   const intervals: SharedInterval[] = recording.holdings.map((holding) => ({ ...intervalOf(holding), shared: isReader(holding.client) }));
   return {
