@@ -204,9 +204,9 @@ describe.each(variants)('$library Clusters (RESP$RESP), quorum two of three', ({
     expect(subscription.state).toBe('ended');
   });
 
-  it.runIf(library === 'redis 6')(
-    "works under node-redis 6's keyPrefix: the prefixed keys share their slot",
-    async () => {
+  // node-redis 5 has no keyPrefix: the case exists for 6 only (not a skipped test).
+  if (library === 'redis 6')
+    it("works under node-redis 6's keyPrefix: the prefixed keys share their slot", async () => {
       const prefixed = await Promise.all(clusters.map((cluster) => connect(cluster, { keyPrefix: 'app:' })));
       const withPrefix = new Redlock(prefixed, { retryCount: 0, maxLockTtl: 60_000 });
       await withPrefix.trustMembers(); // the prefixed epochs are other keys
@@ -215,9 +215,7 @@ describe.each(variants)('$library Clusters (RESP$RESP), quorum two of three', ({
       await eventually(async () => expect(await (await nodeOf(clusters[2]!, `app:${resource}`)).get(`app:${resource}`)).toBe(lock.value));
       expect(await (await nodeOf(clusters[2]!, resource)).exists(resource)).toBe(0);
       await lock.release();
-    },
-    30_000,
-  );
+    }, 30_000);
 
   it("a dead master costs its Cluster the vote for that node's slots only", async () => {
     const connection = connectionOf(members[2]!);

@@ -209,12 +209,14 @@ describe.each(variants)('$library, RESP$RESP', ({ library, createClient, createC
     expect(typeof (await connection.info!('server'))).toBe('string');
   });
 
-  it.runIf(library === 'redis 6')("adds node-redis 6's keyPrefix to our keys, as ioredis does, and says so", async () => {
-    const { connection } = await open({ keyPrefix: 'app:' });
-    expect(connection.keyPrefix).toBe('app:');
-    decodeEpoch(await connection.script('quorumlockEpoch', [EPOCH_KEY], []));
-    expect(await admin().exists(`app:${EPOCH_KEY}`)).toBe(1);
-  });
+  // node-redis 5 has no keyPrefix: the case exists for 6 only (not a skipped test).
+  if (library === 'redis 6')
+    it("adds node-redis 6's keyPrefix to our keys, as ioredis does, and says so", async () => {
+      const { connection } = await open({ keyPrefix: 'app:' });
+      expect(connection.keyPrefix).toBe('app:');
+      decodeEpoch(await connection.script('quorumlockEpoch', [EPOCH_KEY], []));
+      expect(await admin().exists(`app:${EPOCH_KEY}`)).toBe(1);
+    });
 
   it("says 'close' once per loss and 'ready' at each reconnect, 'end' once; state follows", async () => {
     const client = userClient();
