@@ -12,8 +12,8 @@
  */
 import type { ScriptName } from '../store/scripts.js';
 
-/** The library a connection adapts, as logs, errors and the clients table name it. */
-export type Library = 'ioredis' | 'iovalkey' | 'node-redis' | 'glide';
+/** The adapter a connection comes from, as logs and errors name it ('ioredis' serves iovalkey too: one API). */
+export type Library = 'ioredis' | 'node-redis' | 'glide';
 
 /** What happens to a connection: 'ready' at each (re)connect, 'close' when it is lost, 'end' once, for good. */
 export type ConnectionEvent = 'ready' | 'close' | 'end';
