@@ -109,6 +109,11 @@ describe('the GLIDE adapter', () => {
   it('200 calls made in one tick reach the server in the order they were made', async () => {
     const connection = glideConnection(await glide());
     const [id] = (await connection.script('quorumlockEpoch', [EPOCH_KEY], [])) as string[];
+    // Both scripts loaded first: every call below is one EVALSHA (the NOSCRIPT path has its own test).
+    const warm = [...resourceKeys([fresh('warm')]), EPOCH_KEY];
+    const warmRequest = { value: 'w', ttlMs: 60_000, waiter: { id: 'w', ticket: 1, leaseMs: 0 }, quarantineMs: 0, fencing: false };
+    await connection.script('quorumlockAcquire', warm, [id!, ...acquireArgs(warmRequest, '')]);
+    await connection.script('quorumlockRelease', warm, [id!, 'w']);
     const watch = await monitor();
     const resource = fresh('order');
     const keys = [...resourceKeys([resource]), EPOCH_KEY];
