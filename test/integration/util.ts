@@ -2,6 +2,7 @@
 import type Redis from 'ioredis';
 import { expect } from 'vitest';
 import { LockAcquireError, type Redlock } from '../../src/index.js';
+import { describeVotes } from '../../src/quorum/votes.js';
 import { resourceKeys, waiterChannel } from '../../src/store/keys.js';
 
 let counter = 0;
@@ -98,3 +99,15 @@ export async function hearsReleases(clients: readonly Redis[], resource: string,
 
 /** Whether `flags` (one per member) are true on a majority of the members. */
 export const onMajority = (flags: readonly boolean[]): boolean => flags.filter(Boolean).length > flags.length / 2;
+
+/**
+ * Two members, quorum two, the first of them with a node that may evict (maxmemory-policy
+ * allkeys-lru): the round must hear it, and cannot win without it. Its vote says why it does not count.
+ */
+export async function refusedAsEvicting(redlock: Redlock, resource: string): Promise<void> {
+  const error = await errorOf(redlock.acquire(resource, 2_000));
+  expect(error.attempts[0]!.votes[0]!, describeVotes(error.attempts[0]!.votes)).toMatchObject({
+    vote: 'quarantined',
+    notCounting: expect.stringMatching(/maxmemory-policy allkeys-lru/),
+  });
+}
