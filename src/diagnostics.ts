@@ -27,7 +27,7 @@ import type { MemberVote } from './errors.js';
 
 /** The subset of a pino logger quorumlock calls. Lock values are never passed to it. */
 export interface Logger {
-  /** Per-lock progress (acquired, attempt failed, extended, released): built only when wanted (`debugging`). */
+  /** Per-lock progress (acquired, attempt failed, extended, released): built only when wanted (Settings.debugging). */
   debug(object: object, message: string): void;
   /** What an operator should see without asking: a member in its restart quarantine, an election won. */
   info(object: object, message: string): void;
@@ -41,15 +41,6 @@ const silent = (): void => {};
 
 /** The default logger: says nothing. */
 export const silentLogger: Logger = { debug: silent, info: silent, warn: silent, error: silent };
-
-/**
- * Whether `logger` wants debug lines: not the silent default, nor a pino logger set above debug.
- * Asked per line (a pino logger's level may change at run time), so that the hot path builds no
- * log object, and no vote description, that nobody reads.
- */
-export function debugging(logger: Logger): boolean {
-  return logger !== silentLogger && ((logger as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.('debug') ?? true);
-}
 
 /** 'quorumlock:acquire:start': acquire(), tryAcquire() or using() starts. */
 export interface AcquireStartMessage {

@@ -7,7 +7,7 @@
  */
 import { inspect } from 'node:util';
 import { clearBackgroundTimer, setBackgroundTimer, type BackgroundTimer } from '../clock/index.js';
-import { channels, debugging, traced, tracing } from '../diagnostics.js';
+import { channels, traced, tracing } from '../diagnostics.js';
 import { LockExtendError, LockLostError } from '../errors.js';
 import type { Member } from '../members/member.js';
 import { checkTtl } from '../options/check.js';
@@ -257,7 +257,7 @@ export class Lock implements AsyncDisposable {
     if (result.extended) {
       this.#votes = round.votes;
       this.#armExpiry();
-      if (debugging(settings.logger)) settings.logger.debug({ lockId: this.id, resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
+      if (settings.debugging()) settings.logger.debug({ lockId: this.id, resources: this.resources, remainingMs: this.remainingMs() }, 'lock extended');
       if (channels.extend.hasSubscribers) channels.extend.publish({ lockId: this.id, resources: this.resources, extended: true, elapsedMs: round.elapsedMs });
       return this;
     }
@@ -346,7 +346,7 @@ export class Lock implements AsyncDisposable {
     const lock = { lockId: this.id, resources: this.resources };
     if (!freed) logger.warn({ ...lock, votes: describeVotes(votes, 'released') }, 'lock release not confirmed by a quorum; the keys expire by their TTL');
     else if (overdueMs >= 0) logger.warn({ ...lock, overdueMs, elapsedMs }, 'lock released after its validity had run out: the work under it ran unprotected');
-    else if (debugging(logger)) logger.debug({ ...lock, elapsedMs }, 'lock released');
+    else if (this.#context.settings.debugging()) logger.debug({ ...lock, elapsedMs }, 'lock released');
   }
 
   /** What JSON.stringify (and so a pino log line) shows of a lock: never the value. */

@@ -85,17 +85,29 @@ export function checkSettings(options: RedlockOptions = {}): Settings {
   checkOptionNames(options, redlockOptionNames);
   const maxLockTtl = options.maxLockTtl === undefined ? defaults.maxLockTtl : checkMaxLockTtl(options.maxLockTtl);
   const quarantine = options.quarantine === undefined ? defaults.quarantine : checkQuarantine(options.quarantine);
+  const logger = options.logger === undefined ? silentLogger : checkLogger(options.logger);
   return {
     driftFactor: options.driftFactor === undefined ? defaults.driftFactor : checkDriftFactor(options.driftFactor),
     ...checkRetries(options, defaults),
     nodeTimeout: options.nodeTimeout === undefined ? defaults.nodeTimeout : checkNodeTimeout(options.nodeTimeout),
-    logger: options.logger === undefined ? silentLogger : checkLogger(options.logger),
+    logger,
+    debugging: debuggingOf(logger),
     clock: options.clock === undefined ? systemClock : checkClock(options.clock),
     maxLockTtl,
     quarantine,
     quarantineMs: quarantineMsOf({ quarantine, maxLockTtl }),
     maxReentrancy: options.maxReentrancy === undefined ? defaults.maxReentrancy : checkMaxReentrancy(options.maxReentrancy),
   };
+}
+
+/**
+ * Settings.debugging for `logger`: never for the silent default; else asked per line, since a
+ * pino logger's level may change at run time (a logger without isLevelEnabled always wants them).
+ */
+function debuggingOf(logger: Logger): () => boolean {
+  if (logger === silentLogger) return () => false;
+  const leveled = logger as { isLevelEnabled?(level: string): boolean };
+  return () => leveled.isLevelEnabled?.('debug') ?? true;
 }
 
 function checkQuarantine(value: unknown): boolean | 'from-restart' {

@@ -111,6 +111,11 @@ export interface Settings {
   nodeTimeout: number;
   /** RedlockOptions.logger: the silent logger unless one was given. */
   logger: Logger;
+  /**
+   * Whether `logger` wants debug lines now: asked before each one, so that the hot path builds
+   * no log object, and no vote description, that nobody reads.
+   */
+  debugging(): boolean;
   /** RedlockOptions.clock: systemClock unless one was given. */
   clock: Clock;
   /** RedlockOptions.maxLockTtl: the longest ttl, and the restart quarantine's length. */

@@ -19,7 +19,7 @@
  * runs past the budget.
  */
 import { driftMs } from '../clock/index.js';
-import { channels, debugging } from '../diagnostics.js';
+import { channels } from '../diagnostics.js';
 import { LockAcquireError, type AttemptRecord } from '../errors.js';
 import { newWaiterId } from '../store/keys.js';
 import { sharedName } from '../store/protocol.js';
@@ -138,7 +138,7 @@ class AcquireRun {
     const { round, outcome, validityMs } = result;
     const { logger } = this.#request.settings;
     this.#attempts.push({ attempt, outcome, startedMs: this.#startedMs, elapsedMs: round.elapsedMs, validityMs, votes: round.votes });
-    if (debugging(logger))
+    if (this.#request.settings.debugging())
       logger.debug({ lockId: this.#lockId, resources: this.#request.resources, attempt, outcome, votes: describeVotes(round.votes) }, 'lock attempt failed');
     this.rollback = result.rollback;
   }
@@ -148,7 +148,7 @@ class AcquireRun {
     const { settings, resources, ttl } = this.#request;
     const { clock, logger } = settings;
     const elapsedMs = () => clock.now() - this.#begin;
-    if (debugging(logger))
+    if (settings.debugging())
       logger.debug({ lockId: this.#lockId, resources, attempt, elapsedMs: elapsedMs(), remainingMs: result.deadline - clock.now() }, 'lock acquired');
     const { fence } = result;
     if (channels.acquireEnd.hasSubscribers)
@@ -170,7 +170,7 @@ class AcquireRun {
     await this.rollback;
     const { settings, resources } = this.#request;
     const error = new LockAcquireError(resources, this.#attempts, settings.clock.now() - this.#begin, because);
-    if (debugging(settings.logger))
+    if (settings.debugging())
       settings.logger.debug(
         { lockId: this.#lockId, resources, attempts: this.#attempts.length, outcome: error.outcome, elapsedMs: error.elapsedMs },
         'lock not acquired',

@@ -5,6 +5,7 @@
  * never connect.
  */
 import Redis from 'ioredis';
+import pino from 'pino';
 import { createClient, createCluster, createSentinel } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock/index.js';
@@ -143,6 +144,19 @@ describe('constructor settings (checkSettings)', () => {
     },
   ])('accepts $label', ({ options, check }) => {
     check(checkSettings(options));
+  });
+
+  it('debugging(): never for the default logger; a pino logger is asked per line, as its level changes', () => {
+    expect(checkSettings().debugging()).toBe(false);
+    const logger = pino({ level: 'info' }, { write: () => undefined });
+    const settings = checkSettings({ logger });
+    expect(settings.debugging()).toBe(false);
+    logger.level = 'debug';
+    expect(settings.debugging()).toBe(true);
+    logger.level = 'warn';
+    expect(settings.debugging()).toBe(false);
+    // A logger that cannot say its level gets every line.
+    expect(checkSettings({ logger: { debug: silent, info: silent, warn: silent, error: silent } }).debugging()).toBe(true);
   });
 });
 

@@ -387,6 +387,7 @@ export function settingsOn(clock: ManualClock, overrides: Partial<Settings> = {}
     retryJitter: 0,
     nodeTimeout: 50,
     logger: silentLogger,
+    debugging: () => false,
     clock,
     maxLockTtl: 60_000,
     quarantine: true,
