@@ -94,6 +94,72 @@ const raw: Peer = {
 };
 
 // ---------------------------------------------------------------------------------------------
+// checked floor: raw, plus the reads quorumlock's per-call checks make on the server (the epoch
+// binding's lineage and eviction count, the epoch hash), with quorumlock's keys and arguments.
+// Not a client either: the floor of any client that keeps those checks, so that each target
+// quorumlock misses can be set beside what the checks alone cost in the same run.
+
+/** One uncontended acquire as quorumlock's script makes it on a bound copy, and nothing else. */
+const CHECKED_ACQUIRE =
+  "local info = redis.call('INFO', 'replication', 'stats') local epoch = redis.call('HMGET', KEYS[6], 'id', 'since', 'run_id', 'replid', 'evicted') " +
+  "if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[4]) == 0 then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0";
+/** One uncontended release, likewise (a release reads no eviction count). */
+const CHECKED_RELEASE =
+  "local info = redis.call('INFO', 'replication') local epoch = redis.call('HMGET', KEYS[6], 'id', 'since', 'run_id', 'replid', 'evicted') " +
+  "if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('GET', KEYS[1]) == ARGV[2] then return redis.call('DEL', KEYS[1]) end return 0";
+type CheckedClient = Redis & {
+  checkedAcquire(...keysThenArgs: string[]): Promise<number>;
+  checkedRelease(...keysThenArgs: string[]): Promise<number>;
+};
+const checkedKeys = (resource: string) => [
+  resource,
+  `{${resource}}:line`,
+  `{${resource}}:leases`,
+  `{${resource}}:readers`,
+  `{${resource}}:handover`,
+  'quorumlock:epoch',
+];
+
+const checked: Peer = {
+  name: 'checked floor',
+  settings: { defaults: "raw's rounds, with the reads of quorumlock's per-call checks in each script (EVALSHA)", 'one-attempt': 'n/a' },
+  create(members) {
+    const quorum = Math.floor(members.length / 2) + 1;
+    const clients = members as CheckedClient[];
+    for (const client of clients) {
+      client.defineCommand('checkedAcquire', { numberOfKeys: 6, lua: CHECKED_ACQUIRE });
+      client.defineCommand('checkedRelease', { numberOfKeys: 6, lua: CHECKED_RELEASE });
+    }
+    return {
+      async acquire(resource, ttl) {
+        const value = `v${++rawValue}`;
+        const keys = checkedKeys(resource);
+        const started = now();
+        await firstOf(
+          clients.map((c) => c.checkedAcquire(...keys, 'epoch', value, String(ttl), 'waiter.1.1', '1', '0', '3000', '0', 'epoch', '', '', '')),
+          quorum,
+          (reply) => reply === 1,
+        );
+        const validityMs = ttl - (now() - started);
+        return {
+          validityMs,
+          release: async () => {
+            await firstOf(
+              clients.map((c) => c.checkedRelease(...keys, 'epoch', value, '', '')),
+              quorum,
+              () => true,
+            );
+            return true;
+          },
+        };
+      },
+      isAcquireFailure: () => false,
+      close: async () => undefined,
+    };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
 // quorumlock (this repository)
 
 const quorumlock: Peer = {
@@ -261,6 +327,7 @@ const universal: Peer = {
 
 export type PeerName =
   | 'raw'
+  | 'checked floor'
   | 'quorumlock'
   | 'node-redlock'
   | '@sesamecare-oss/redlock'
@@ -269,7 +336,9 @@ export type PeerName =
   | `quorumlock · ${string}`
   | `redlock-universal · ${string}`;
 
-/** raw first, then quorumlock, then the peers. */
-export const ALL: readonly Peer[] = [raw, quorumlock, nodeRedlock, sesame, redisSemaphore, universal];
-/** The five clients (no raw reference). */
-export const CLIENTS: readonly Peer[] = ALL.filter((p) => p.name !== 'raw');
+/** The references, which no client can beat: raw, and raw with quorumlock's per-call checks. */
+export const REFERENCES: readonly PeerName[] = ['raw', 'checked floor'];
+/** raw first, then the checked floor, quorumlock and the peers. */
+export const ALL: readonly Peer[] = [raw, checked, quorumlock, nodeRedlock, sesame, redisSemaphore, universal];
+/** The five clients (no reference). */
+export const CLIENTS: readonly Peer[] = ALL.filter((p) => !REFERENCES.includes(p.name));

@@ -1,7 +1,7 @@
 -- The two ends of an acquire on this member, the same for a writer and a reader (their replies are
 -- decoded in src/store/protocol.ts): granted, refused, and whether this run repeats one (holdsAll).
 -- Provides: granted, refused, holdsAll
--- Needs: _time.lua (now), _epoch.lua (quarantineLeft), _fence.lua (fenceReading),
+-- Needs: _time.lua (now), _quarantine.lua (quarantineLeft), _fence.lua (fenceReading),
 --   _readers.lua (holds)
 
 -- Granted (the lock keys, or the reader entries, are set): 1 when this member counts in the epoch

@@ -1,8 +1,7 @@
 -- The member's epoch: since when this server has held the data it holds, kept in a hash with what
--- identifies that data's lineage (currentEpoch), and how much of its quarantine is left
--- (quarantineLeft).
--- Provides: BOUND_RUN_ID, infoField, serverInfo, scriptedWrites, restartedAt, currentEpoch, quarantineLeft
--- Needs: _compat.lua (unpack), _time.lua (now, nowMs, readTime, time)
+-- identifies that data's lineage (currentEpoch; how much of its quarantine is left: _quarantine.lua).
+-- Provides: BOUND_RUN_ID, currentEpoch
+-- Needs: _compat.lua (unpack), _time.lua (nowMs, readTime, time)
 
 -- The run id of the process this script text was loaded into, when the client loaded a copy of
 -- the script bound to it (src/members/binding.ts); false in the generic script, which reads it
@@ -11,76 +10,6 @@
 -- loaded once, by MULTI/EXEC together with the INFO that proves where it ran, and is only ever
 -- called by EVALSHA. Anywhere else its call fails with NOSCRIPT, never runs.
 local BOUND_RUN_ID = false
-
--- `field:<value>` from an INFO section's text ('' when absent: Dragonfly has no run_id). A plain
--- find is ~3x cheaper than a pattern over INFO's text.
-local function infoField(info, field)
-  local at = string.find(info, '\n' .. field .. ':', 1, true)
-  if not at then
-    return ''
-  end
-  local from = at + #field + 2
-  -- Lines end in \r\n; a last line without one runs to the end of the text.
-  local stop = string.find(info, '\r', from, true) or string.find(info, '\n', from, true) or #info + 1
-  return string.sub(info, from, stop - 1)
-end
-
--- INFO's replication section, with its stats section too when `stats`. A bound copy runs only on
--- a server whose INFO takes several sections in one call (Redis >= 7, Valkey: binding.ts,
--- canBind), which saves a second INFO (~3 us of the acquire's binding); the generic script, which
--- may run on Redis 6 or KeyDB (one section per call), makes two.
-local function serverInfo(stats)
-  if not stats then
-    return redis.call('INFO', 'replication')
-  end
-  if BOUND_RUN_ID then
-    return redis.call('INFO', 'replication', 'stats')
-  end
-  return redis.call('INFO', 'replication') .. redis.call('INFO', 'stats')
-end
-
--- Script calls that succeeded (or keys restored) on this process, by INFO commandstats; nil
--- when the section cannot be read as Redis writes it (positive evidence only: our own INFO calls
--- of this run are counted by now, with Redis 7's failed_calls).
-local function scriptedWrites()
-  local stats = redis.call('INFO', 'commandstats')
-  if not string.find(stats, 'cmdstat_info:calls=%d+,[^\r\n]*failed_calls=%d+') then
-    return nil
-  end
-  local count = 0
-  for name, calls, rest in string.gmatch(stats, 'cmdstat_([^:]+):calls=(%d+)([^\r\n]*)') do
-    local failed = 0
-    if string.find(name, '^eval') or string.find(name, '^fcall') then
-      failed = tonumber(string.match(rest, 'failed_calls=(%d+)') or '0')
-    elseif not string.find(name, '^restore') then
-      calls = 0
-    end
-    count = count + tonumber(calls) - failed
-  end
-  return count
-end
-
--- The process start (ms, server clock) when it bounds every lock this server may have forgotten,
--- else nil; recorded as the epoch's `restart`, which only clients that chose to count the
--- quarantine from the restart use (quarantineLeft). Proven case: the process started at S and
--- since then has run no script that succeeded (so it granted no lock: every grant is a script),
--- restored no key, was never promoted (second_repl_offset -1: its data never came by
--- replication) and is not a Cluster node (keys migrate in). Then every lock key it ever held was
--- granted by an earlier process, and whatever removed data since (a FLUSHALL, a wipe, an
--- eviction) removed only locks granted before S. S comes from uptime_in_seconds, the cached
--- whole seconds less those of the start: TIME's seconds less it are the start's whole second (or
--- a later one), and the next second is past S. What the server cannot prove, and why it is the
--- client's choice (docs/safety.md): that no other server served this address meanwhile (a
--- standby started early, then given the address), and that its clock was not stepped forward
--- since it started (uptime is wall-clock time). CONFIG RESETSTAT clears the counts.
-local function restartedAt(replication)
-  local server = redis.call('INFO', 'server')
-  local uptime = tonumber(infoField(server, 'uptime_in_seconds'))
-  if not uptime or infoField(server, 'redis_mode') ~= 'standalone' or infoField(replication, 'second_repl_offset') ~= '-1' or scriptedWrites() ~= 0 then
-    return nil
-  end
-  return math.min(nowMs, (tonumber(time[1]) - uptime + 1) * 1000)
-end
 
 -- The epoch of the data this server holds now in the hash `epoch`: its id and since, or nil when
 -- this server is not a plain master (a writable replica, a KeyDB active-replica: their data can
@@ -108,12 +37,52 @@ end
 -- that ioredis re-sent to a new process, or that a delayed link delivered late, from acting
 -- there as if in the epoch it was meant for.
 local function currentEpoch(epoch, evictions)
-  local info = serverInfo(evictions)
+  -- INFO's replication section, with its stats section too when `evictions`. A bound copy runs
+  -- only on a server whose INFO takes several sections in one call (Redis >= 7, Valkey:
+  -- binding.ts, canBind), which saves a second INFO (~3 us); the generic script, which may run on
+  -- Redis 6 or KeyDB (one section per call), makes two.
+  local info
+  if not evictions then
+    info = redis.call('INFO', 'replication')
+  elseif BOUND_RUN_ID then
+    info = redis.call('INFO', 'replication', 'stats')
+  else
+    info = redis.call('INFO', 'replication') .. redis.call('INFO', 'stats')
+  end
+  local id, since, owner, lineage, evicted = unpack(redis.call('HMGET', epoch, 'id', 'since', 'run_id', 'replid', 'evicted'))
+  -- The usual case: every fact the epoch recorded is still what the server says, each looked for
+  -- as a whole line of INFO's text (`\nfield:value\r`, a plain find). A match means INFO says
+  -- exactly that value; any other answer (a change, a text without \r) takes the reading below,
+  -- which decides as if this check were not there. Written out, and the reading's helpers made
+  -- only when it runs: every writing script passes here on every call (about 1.5 us less a call
+  -- than reading each field with them).
+  if id and evicted and lineage and string.find(info, '\nrole:master\r', 1, true) and string.find(info, '\nmaster_replid:' .. lineage .. '\r', 1, true) and (not evictions or string.find(info, '\nevicted_keys:' .. evicted .. '\r', 1, true)) then
+    if BOUND_RUN_ID then
+      if owner == BOUND_RUN_ID then
+        return id, since
+      end
+    elseif owner and string.find(redis.call('INFO', 'server'), '\nrun_id:' .. owner .. '\r', 1, true) then
+      return id, since
+    end
+  end
+
+  -- `field:<value>` from an INFO section's text ('' when absent: Dragonfly has no run_id). A plain
+  -- find is ~3x cheaper than a pattern over INFO's text.
+  local function infoField(info, field)
+    local at = string.find(info, '\n' .. field .. ':', 1, true)
+    if not at then
+      return ''
+    end
+    local from = at + #field + 2
+    -- Lines end in \r\n; a last line without one runs to the end of the text.
+    local stop = string.find(info, '\r', from, true) or string.find(info, '\n', from, true) or #info + 1
+    return string.sub(info, from, stop - 1)
+  end
+
   if infoField(info, 'role') ~= 'master' then
     return nil
   end
   local runId, replid = BOUND_RUN_ID or infoField(redis.call('INFO', 'server'), 'run_id'), infoField(info, 'master_replid')
-  local id, since, owner, lineage, evicted = unpack(redis.call('HMGET', epoch, 'id', 'since', 'run_id', 'replid', 'evicted'))
   local replaced = id
   local evictedNow
   if evictions then
@@ -130,6 +99,51 @@ local function currentEpoch(epoch, evictions)
       return id, since
     end
   end
+  -- A new epoch begins. What it records of the process start is worked out only here, not on
+  -- every call.
+  -- Script calls that succeeded (or keys restored) on this process, by INFO commandstats; nil
+  -- when the section cannot be read as Redis writes it (positive evidence only: our own INFO calls
+  -- of this run are counted by now, with Redis 7's failed_calls).
+  local function scriptedWrites()
+    local stats = redis.call('INFO', 'commandstats')
+    if not string.find(stats, 'cmdstat_info:calls=%d+,[^\r\n]*failed_calls=%d+') then
+      return nil
+    end
+    local count = 0
+    for name, calls, rest in string.gmatch(stats, 'cmdstat_([^:]+):calls=(%d+)([^\r\n]*)') do
+      local failed = 0
+      if string.find(name, '^eval') or string.find(name, '^fcall') then
+        failed = tonumber(string.match(rest, 'failed_calls=(%d+)') or '0')
+      elseif not string.find(name, '^restore') then
+        calls = 0
+      end
+      count = count + tonumber(calls) - failed
+    end
+    return count
+  end
+
+  -- The process start (ms, server clock) when it bounds every lock this server may have forgotten,
+  -- else nil; recorded as the epoch's `restart`, which only clients that chose to count the
+  -- quarantine from the restart use (quarantineLeft). Proven case: the process started at S and
+  -- since then has run no script that succeeded (so it granted no lock: every grant is a script),
+  -- restored no key, was never promoted (second_repl_offset -1: its data never came by
+  -- replication) and is not a Cluster node (keys migrate in). Then every lock key it ever held was
+  -- granted by an earlier process, and whatever removed data since (a FLUSHALL, a wipe, an
+  -- eviction) removed only locks granted before S. S comes from uptime_in_seconds, the cached
+  -- whole seconds less those of the start: TIME's seconds less it are the start's whole second (or
+  -- a later one), and the next second is past S. What the server cannot prove, and why it is the
+  -- client's choice (docs/safety.md): that no other server served this address meanwhile (a
+  -- standby started early, then given the address), and that its clock was not stepped forward
+  -- since it started (uptime is wall-clock time). CONFIG RESETSTAT clears the counts.
+  local function restartedAt(replication)
+    local server = redis.call('INFO', 'server')
+    local uptime = tonumber(infoField(server, 'uptime_in_seconds'))
+    if not uptime or infoField(server, 'redis_mode') ~= 'standalone' or infoField(replication, 'second_repl_offset') ~= '-1' or scriptedWrites() ~= 0 then
+      return nil
+    end
+    return math.min(nowMs, (tonumber(time[1]) - uptime + 1) * 1000)
+  end
+
   -- A script that skips the eviction check has not read the count yet: a new epoch records it.
   evictedNow = evictedNow or infoField(redis.call('INFO', 'stats'), 'evicted_keys')
   redis.call('DEL', epoch)
@@ -148,21 +162,4 @@ local function currentEpoch(epoch, evictions)
     redis.call('HSET', epoch, 'replaced', '1')
   end
   return id, since
-end
-
--- Until a whole quarantine (the longest ttl in use) has passed since the epoch began, another
--- client may still hold a lock this member forgot (see currentEpoch for how it can forget), so
--- its yes must not count: the ms left of it, 0 when past. An epoch an operator declared brand
--- new (trust.lua) has forgotten nothing: no quarantine, whatever ttl the callers use. A negative
--- `quarantine` is the same length counted from the process restart where the epoch proved one
--- (restartedAt), the client's choice (src/options/settings.ts, quarantineMsOf).
-local function quarantineLeft(epoch, since, quarantine)
-  if quarantine == 0 or redis.call('HGET', epoch, 'genesis') == '1' then
-    return 0
-  end
-  if quarantine < 0 then
-    quarantine = -quarantine
-    since = redis.call('HGET', epoch, 'restart') or since
-  end
-  return math.max(0, tonumber(since) + quarantine - now())
 end

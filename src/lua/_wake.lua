@@ -1,7 +1,7 @@
 -- Who goes next once a resource is free: the head of its line is told, or handed the lock
 -- outright when it asked for that (docs/handover.md has the whole argument).
 -- Provides: handOver, wakeHead
--- Needs: _time.lua (now), _keys.lua (isShared, notify, listening), _epoch.lua (currentEpoch, quarantineLeft),
+-- Needs: _time.lua (now), _keys.lua (isShared, notify, listening), _epoch.lua (currentEpoch), _quarantine.lua (quarantineLeft),
 --   _bound.lua (EPOCH, epochId), _readers.lua (liveReaders, pruneLine)
 
 -- Hands resource i of n to the writer `head`, as its handover request asks ("<value> <ttl ms>

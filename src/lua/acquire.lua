@@ -31,19 +31,19 @@ if not n then
   return malformed(' and the epoch key')
 end
 local epoch = EPOCH
-local value, ttl, waiter, ticket, lease = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local quarantine, fencing, settled = tonumber(ARGV[6]), ARGV[7] == '1', ARGV[8]
-local handover, stamp, abandoned = ARGV[9] or '', ARGV[10] or '', ARGV[11] or ''
+local value, ttl, fencing, settled = ARGV[1], ARGV[2], ARGV[7] == '1', ARGV[8]
 -- The uncontended acquire: one resource whose lock key, line and shared holders are all absent,
 -- in the epoch this client already saw past its quarantine, without fencing. The full path below
 -- would find nothing held and nobody ahead, set the key and return 1 from granted(): this makes
 -- the same write and reply with one EXISTS for its PTTL and two EXISTS, before the definitions
--- only a held or lined resource needs are made (about 4 us a call). takeBack has nothing to take
+-- only a held or lined resource needs are made, and its arguments read (about 4 us a call). takeBack has nothing to take
 -- back from an absent key.
 if n == 1 and not fencing and epochId == settled and redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[4]) == 0 then
   redis.call('SET', KEYS[1], value, 'PX', ttl)
   return 1
 end
+local waiter, ticket, lease, quarantine = ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local handover, stamp, abandoned = ARGV[9] or '', ARGV[10] or '', ARGV[11] or ''
 -- #include _fence.lua
 -- #include _readers.lua
 -- #include _acquired.lua

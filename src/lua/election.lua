@@ -12,6 +12,7 @@
 -- Try it: redis-cli --eval election.lua quorumlock:election:{x} quorumlock:election:{x}:quorumlock:leader quorumlock:epoch , 60000
 -- #include _compat.lua
 -- #include _epoch.lua
+-- #include _quarantine.lua
 local held = redis.call('GET', KEYS[1])
 local left = 0
 local quarantine = tonumber(ARGV[1] or '0') or 0

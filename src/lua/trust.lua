@@ -13,6 +13,7 @@
 -- a trust re-sent to a restarted member finds another epoch there and trusts nothing.
 -- #include _compat.lua
 -- #include _epoch.lua
+-- #include _quarantine.lua
 local EVICTIONS = true
 -- #include _bound.lua
 -- #include _fence.lua

@@ -178,7 +178,7 @@ export interface UsingOptions extends AcquireOptions {
 }
 
 /**
- * The quarantine argument of the scripts (one home, src/lua/_epoch.lua quarantineLeft): 0 = off,
+ * The quarantine argument of the scripts (one home, src/lua/_quarantine.lua quarantineLeft): 0 = off,
  * maxLockTtl counted from the epoch's first call, or its negative: counted from the restart.
  */
 export function quarantineMsOf(settings: Pick<Settings, 'quarantine' | 'maxLockTtl'>): number {
