@@ -5,7 +5,7 @@
  * client's own retry count to zero (figure 5: time to fail). Each create() call gets its own
  * connections from the caller, so no two clients share a socket.
  */
-import type Redis from 'ioredis';
+import Redis from 'ioredis';
 import { createRequire } from 'node:module';
 import { ExecutionError, Redlock as SesameRedlock } from '@sesamecare-oss/redlock';
 import { RedlockMutex, TimeoutError as SemaphoreTimeoutError } from 'redis-semaphore';
@@ -155,6 +155,98 @@ const checked: Peer = {
       },
       isAcquireFailure: () => false,
       close: async () => undefined,
+    };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// hand-off floor (figure 3 only): a release that hands the lock to the next waiter with one script
+// round (it sets the waiter's value and publishes to it), the waiter holding it at the 3rd message
+// on its own subscriber connections: what a hand-over by pub/sub costs on these masters, with no
+// line, lease, presence, epoch or quarantine kept on the server. Its line is a FIFO in this
+// process (the workers of figure 3 share one), so it never races and never retries.
+
+const HANDOFF =
+  "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end if ARGV[2] == '' then return redis.call('DEL', KEYS[1]) end redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) redis.call('PUBLISH', ARGV[4], ARGV[2]) return 1";
+type HandoffClient = Redis & { handoffRelease(key: string, value: string, next: string, ttl: string, channel: string): Promise<number> };
+/** A waiter in the floor's line: told 'handed' (its value is set) or 'free' (it sets it itself). */
+interface FloorWaiter {
+  value: string;
+  channel: string;
+  resume(how: 'handed' | 'free'): void;
+}
+const floorLines = new Map<string, { held: boolean; waiting: FloorWaiter[] }>();
+let floorWorker = 0;
+
+const handoffFloor: Peer = {
+  name: 'hand-off floor',
+  settings: { defaults: 'an in-process FIFO line; the release sets the next value and PUBLISHes on all 5; held at the 3rd message', 'one-attempt': 'n/a' },
+  create() {
+    throw new Error('the hand-off floor opens its own connections');
+  },
+  async open(set) {
+    const quorum = Math.floor(set.masters.length / 2) + 1;
+    const members = set.masters.map((m) => new Redis({ host: m.host, port: m.port })) as HandoffClient[];
+    const subscribers = set.masters.map((m) => new Redis({ host: m.host, port: m.port }));
+    for (const client of members) client.defineCommand('handoffRelease', { numberOfKeys: 1, lua: HANDOFF });
+    const channel = `handoff-floor:${++floorWorker}`;
+    const heard = new Map<string, { count: number; resume: FloorWaiter['resume'] }>();
+    for (const subscriber of subscribers) {
+      await subscriber.subscribe(channel);
+      subscriber.on('message', (_channel: string, value: string) => {
+        const waiter = heard.get(value);
+        if (waiter && ++waiter.count === quorum) {
+          heard.delete(value);
+          waiter.resume('handed');
+        }
+      });
+    }
+    const setAll = (resource: string, value: string, ttl: number) =>
+      firstOf(
+        members.map((c) => c.set(resource, value, 'PX', ttl, 'NX')),
+        quorum,
+        (reply) => reply === 'OK',
+      );
+    return {
+      async acquire(resource, ttl) {
+        const line = floorLines.get(resource) ?? { held: false, waiting: [] };
+        floorLines.set(resource, line);
+        let value = `h${++rawValue}`;
+        const started = now();
+        if (!line.held && line.waiting.length === 0) {
+          line.held = true;
+          await setAll(resource, value, ttl);
+        } else {
+          const how = await new Promise<'handed' | 'free'>((resume) => {
+            heard.set(value, { count: 0, resume });
+            line.waiting.push({ value, channel, resume });
+          });
+          heard.delete(value);
+          if (how === 'free') await setAll(resource, (value = `h${++rawValue}`), ttl);
+        }
+        const held = value;
+        return {
+          validityMs: ttl - (now() - started),
+          release: async () => {
+            const next = line.waiting.shift();
+            await firstOf(
+              members.map((c) => c.handoffRelease(resource, held, next?.value ?? '', String(ttl), next?.channel ?? '')),
+              quorum,
+              () => true,
+            );
+            if (next) return true;
+            // Nobody was waiting when it let go: free, or to whoever came in during the release round.
+            const late = line.waiting.shift();
+            if (late) late.resume('free');
+            else line.held = false;
+            return true;
+          },
+        };
+      },
+      isAcquireFailure: () => false,
+      close: async () => {
+        for (const client of [...members, ...subscribers]) client.disconnect();
+      },
     };
   },
 };
@@ -328,6 +420,7 @@ const universal: Peer = {
 export type PeerName =
   | 'raw'
   | 'checked floor'
+  | 'hand-off floor'
   | 'quorumlock'
   | 'node-redlock'
   | '@sesamecare-oss/redlock'
@@ -340,5 +433,7 @@ export type PeerName =
 export const REFERENCES: readonly PeerName[] = ['raw', 'checked floor'];
 /** raw first, then the checked floor, quorumlock and the peers. */
 export const ALL: readonly Peer[] = [raw, checked, quorumlock, nodeRedlock, sesame, redisSemaphore, universal];
+/** The reference of figure 3, which no client's hand-over can beat (not in ALL: it only hands over). */
+export const HANDOFF_FLOOR: Peer = handoffFloor;
 /** The five clients (no reference). */
 export const CLIENTS: readonly Peer[] = ALL.filter((p) => !REFERENCES.includes(p.name));
