@@ -11,6 +11,7 @@ import { ExecutionError, Redlock as SesameRedlock } from '@sesamecare-oss/redloc
 import { RedlockMutex, TimeoutError as SemaphoreTimeoutError } from 'redis-semaphore';
 import { createRedlock, IoredisAdapter, LockAcquisitionError } from 'redlock-universal';
 import type { MasterSet } from '../test/harness/types.js';
+import { EPOCH_KEY, resourceKeys } from '../src/store/keys.js';
 import { quorumlock as library } from './quorumlock.js';
 
 const { LockAcquireError, Redlock } = library;
@@ -100,25 +101,19 @@ const raw: Peer = {
 // quorumlock misses can be set beside what the checks alone cost in the same run.
 
 /** One uncontended acquire as quorumlock's script makes it on a bound copy, and nothing else. */
-const CHECKED_ACQUIRE =
+export const CHECKED_ACQUIRE =
   "local info = redis.call('INFO', 'replication', 'stats') local epoch = redis.call('HMGET', KEYS[6], 'id', 'since', 'run_id', 'replid', 'evicted') " +
   "if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[4]) == 0 then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0";
 /** One uncontended release, likewise (a release reads no eviction count). */
-const CHECKED_RELEASE =
+export const CHECKED_RELEASE =
   "local info = redis.call('INFO', 'replication') local epoch = redis.call('HMGET', KEYS[6], 'id', 'since', 'run_id', 'replid', 'evicted') " +
   "if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('GET', KEYS[1]) == ARGV[2] then return redis.call('DEL', KEYS[1]) end return 0";
 type CheckedClient = Redis & {
   checkedAcquire(...keysThenArgs: string[]): Promise<number>;
   checkedRelease(...keysThenArgs: string[]): Promise<number>;
 };
-const checkedKeys = (resource: string) => [
-  resource,
-  `{${resource}}:line`,
-  `{${resource}}:leases`,
-  `{${resource}}:readers`,
-  `{${resource}}:handover`,
-  'quorumlock:epoch',
-];
+/** quorumlock's KEYS for one resource (src/store/keys.ts), the epoch hash last. */
+export const checkedKeys = (resource: string): string[] => [...resourceKeys([resource]), EPOCH_KEY];
 
 const checked: Peer = {
   name: 'checked floor',

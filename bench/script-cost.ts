@@ -14,6 +14,7 @@ import Redis from 'ioredis';
 import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
+import { CHECKED_ACQUIRE, CHECKED_RELEASE, checkedKeys } from './peers.js';
 import { quorumlock } from './quorumlock.js';
 
 const { values } = parseArgs({
@@ -88,27 +89,10 @@ try {
     });
   }
   if (values.floor) {
-    // The reads each script's checks make: the acquire's lineage and eviction count (one INFO of
-    // two sections, as a bound copy reads them) and the epoch hash; the release's lineage alone.
-    const epochRead = "local epoch = redis.call('HMGET', KEYS[#KEYS], 'id', 'since', 'run_id', 'replid', 'evicted') ";
-    const acquireReads = `local info = redis.call('INFO', 'replication', 'stats') ${epochRead}`;
-    const releaseReads = `local info = redis.call('INFO', 'replication') ${epochRead}`;
-    const acquireFloor = (await client.script(
-      'LOAD',
-      `${acquireReads} if redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[4]) == 0 then redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0`,
-    )) as string;
-    const releaseFloor = (await client.script(
-      'LOAD',
-      `${releaseReads} if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('GET', KEYS[1]) == ARGV[2] then redis.call('DEL', KEYS[1]) return 1 end return 0`,
-    )) as string;
-    const keysOf = (resource: string) => [
-      resource,
-      `{${resource}}:line`,
-      `{${resource}}:leases`,
-      `{${resource}}:readers`,
-      `{${resource}}:handover`,
-      'quorumlock:epoch',
-    ];
+    // The reads each script's checks make, and the key work: the checked floor of `npm run bench`.
+    const acquireFloor = (await client.script('LOAD', CHECKED_ACQUIRE)) as string;
+    const releaseFloor = (await client.script('LOAD', CHECKED_RELEASE)) as string;
+    const keysOf = checkedKeys;
     contenders.push({
       label: "floor (the checks' reads only)",
       acquire: async (resource) => {
