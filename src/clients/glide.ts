@@ -182,7 +182,8 @@ class Pipe {
 
   send(call: Omit<Call, 'resolve' | 'reject'>): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.#queue.push({ ...call, resolve, reject });
+      // Object.assign, not spread: once per call (docs/internals.md, "Object spread on Node 20").
+      this.#queue.push(Object.assign({}, call, { resolve, reject }));
       // The rest of this tick's calls share the Batch.
       if (!this.#busy && !this.#scheduled) {
         this.#scheduled = true;

@@ -86,7 +86,8 @@ export interface AttemptRequest extends LockTarget {
 function acquireSender(resources: readonly string[], request: AcquireRequest, view: FenceView) {
   const { handover } = request;
   return (member: Member, index: number, open: Open): Promise<Answered<LockAnswer>> => {
-    const sent = handover ? { ...request, handover: { ...handover, stamp: memberStamp(handover.stamp, index) } } : request;
+    // Object.assign, not spread: per member and attempt in line (docs/internals.md, "Object spread on Node 20").
+    const sent = handover ? Object.assign({}, request, { handover: Object.assign({}, handover, { stamp: memberStamp(handover.stamp, index) }) }) : request;
     const answer = member.acquire(resources, sent, open).then((vote) => {
       // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
       if (request.quarantineMs !== 0 && vote.epoch?.settled) view.epochs[index] = vote.epoch.id;
@@ -147,7 +148,7 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
       // often never synced, and a rolling restart ran out of trusted counters.
       await Promise.race([Promise.allSettled(view.answers ?? []), clock.sleep(settings.nodeTimeout)]);
       await new Promise((resolve) => setImmediate(resolve));
-      fenced = await fenceToken({ ...held, signal }, view);
+      fenced = await fenceToken(Object.assign({}, held, { signal }), view);
     }
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.

@@ -78,6 +78,7 @@ export function rollback(target: ReleaseTarget, votes: readonly MemberVote<strin
   const silent = (index: number) => votes !== undefined && (votes[index]!.vote === 'timeout' || votes[index]!.vote === 'error');
   const refused = (index: number) => votes !== undefined && (votes[index]!.vote === 'taken' || votes[index]!.vote === 'queued') && !votes[index]!.holdsOwn;
   const { members } = target;
-  void releaseOn({ ...target, members: members.filter((_, index) => silent(index)), settle: 'all' });
-  return releaseOn({ ...target, members: members.filter((_, index) => !silent(index) && !refused(index)), settle: 'all' });
+  // Object.assign, not spread: once per refused attempt (docs/internals.md, "Object spread on Node 20").
+  void releaseOn(Object.assign({}, target, { members: members.filter((_, index) => silent(index)), settle: 'all' as const }));
+  return releaseOn(Object.assign({}, target, { members: members.filter((_, index) => !silent(index) && !refused(index)), settle: 'all' as const }));
 }

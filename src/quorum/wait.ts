@@ -136,8 +136,8 @@ export class WaitInLine implements Waiting {
     const { settings, policy, resources } = spec;
     this.#spec = spec;
     const leaseMs = leaseFor(policy, settings.nodeTimeout);
-    this.#waiter = { ...spec.place, leaseMs };
-    this.#outOfLine = { ...spec.place, leaseMs: 0 };
+    this.#waiter = Object.assign({}, spec.place, { leaseMs });
+    this.#outOfLine = Object.assign({}, spec.place, { leaseMs: 0 });
     const waits = policy.retryCount > 0;
     this.#handover = waits && handsOver(resources, policy) ? new Handover() : undefined;
     this.#watch = waits && watching ? spec.notifications.watch(this.#waiter.id, this.#handover !== undefined) : undefined;
