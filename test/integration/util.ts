@@ -111,3 +111,20 @@ export async function refusedAsEvicting(redlock: Redlock, resource: string): Pro
     notCounting: expect.stringMatching(/maxmemory-policy allkeys-lru/),
   });
 }
+
+/**
+ * Three fenced acquires of `resource`, each by a Redlock `open` makes on new clients (other
+ * processes, in effect) and has connected: the tokens rise from one to the next.
+ */
+export async function expectFencesRise(resource: string, open: () => Promise<Redlock>): Promise<void> {
+  const tokens: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const redlock = await open();
+    const lock = await redlock.acquire(resource, 2_000, { fencing: true });
+    tokens.push(lock.fence!);
+    await lock.release();
+  }
+  expect(tokens[0]).toBeGreaterThan(0);
+  expect(tokens[1]).toBeGreaterThan(tokens[0]!);
+  expect(tokens[2]).toBeGreaterThan(tokens[1]!);
+}

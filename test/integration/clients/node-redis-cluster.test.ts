@@ -12,7 +12,7 @@ import { Redlock, type MemberClient } from '../../../src/index.js';
 import { clusterEpochKey, slotOf } from '../../../src/store/keys.js';
 import { serverFacts } from '../../../src/store/server.js';
 import { startCluster, type TestCluster } from '../../harness/topologies.js';
-import { connected, eventually, fresh, refusedAsEvicting, sleep } from '../util.js';
+import { connected, eventually, expectFencesRise, fresh, refusedAsEvicting, sleep } from '../util.js';
 
 /** What the tests call on a node-redis Cluster, 5's and 6's alike. */
 interface UserCluster {
@@ -114,18 +114,9 @@ describe.each(variants)('$library Clusters (RESP$RESP), quorum two of three', ({
   });
 
   it('fencing tokens rise across new clients', async () => {
-    const resource = fresh('fenced');
-    const tokens: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const fresher = new Redlock(await Promise.all(clusters.map((cluster) => connect(cluster))), { retryCount: 0, nodeTimeout: 500 });
-      await connected(fresher);
-      const lock = await fresher.acquire(resource, 2_000, { fencing: true });
-      tokens.push(lock.fence!);
-      await lock.release();
-    }
-    expect(tokens[0]).toBeGreaterThan(0);
-    expect(tokens[1]).toBeGreaterThan(tokens[0]!);
-    expect(tokens[2]).toBeGreaterThan(tokens[1]!);
+    await expectFencesRise(fresh('fenced'), async () =>
+      connected(new Redlock(await Promise.all(clusters.map((cluster) => connect(cluster))), { retryCount: 0, nodeTimeout: 500 })),
+    );
   });
 
   it('wakes a waiter by the release (cluster pub/sub), not by its retry timer', async () => {
