@@ -242,6 +242,10 @@ async function readyOf(client: { readonly isOpen: boolean; connect(): Promise<un
   await nextReady(events);
 }
 
+/** INFO (of one section, or the default ones) from one connection, as text. */
+const infoOf = (client: Client, section: string | undefined) =>
+  client.sendCommand(section === undefined ? ['INFO'] : ['INFO', section], COMMAND_OPTIONS).then(String);
+
 export function nodeRedisConnection(user: NodeRedisLike | NodeRedisClusterLike): Connection {
   if (isCluster(user)) return clusterConnection(user as unknown as Cluster);
   const client = user as unknown as Client;
@@ -272,7 +276,7 @@ export function nodeRedisConnection(user: NodeRedisLike | NodeRedisClusterLike):
     on: (event: ConnectionEvent, listener: () => void) => void watched.events.on(event, listener),
     off: (event: ConnectionEvent, listener: () => void) => void watched.events.off(event, listener),
     script: (name, keys, args) => runner.run(name, keys, args),
-    info: (section) => client.sendCommand(section === undefined ? ['INFO'] : ['INFO', section], COMMAND_OPTIONS).then(String),
+    info: (section) => infoOf(client, section),
     command: (args) => client.sendCommand([...args], COMMAND_OPTIONS).then(plain),
     connect: () => readyOf(client, client.isOpen && client.isReady, watched.events),
     // No bound copies: binding needs a loader connection that never re-sends and a write path
@@ -415,9 +419,6 @@ async function mastersOf(cluster: Cluster, watched: ClusterWatch): Promise<reado
   if (cluster.masters.length === 0) throw new Error('quorumlock: the node-redis Cluster knows no master node');
   return cluster.masters;
 }
-
-const infoOf = (client: Client, section: string | undefined) =>
-  client.sendCommand(section === undefined ? ['INFO'] : ['INFO', section], COMMAND_OPTIONS).then(String);
 
 function clusterConnection(cluster: Cluster): Connection {
   const { id, keyPrefix } = describeNodeRedis(cluster);
