@@ -58,7 +58,7 @@ end
 
 -- Whether `waiter` still waits, as far as this server can tell: a connection here is subscribed
 -- to its presence channel (keys.ts, presenceChannel), which its Redlock's subscriber holds from
--- the start of its wait to its end (won, given up, failed) and which goes with the connection
+-- its first refusal to the end of its wait (won, given up, failed) and which goes with the connection
 -- when its process dies. false when it cannot be read (an ACL user without +pubsub|numsub), and
 -- on a Cluster node the subscriber may be on another node: false too, which costs a hand-over,
 -- never safety.

@@ -90,7 +90,12 @@ export async function acquireWithRetries(request: RetryRequest): Promise<Won> {
     run.failed(error);
     throw error;
   } finally {
-    waiting?.close();
+    // Won (a rejection closed it above): the caller has the lock before the watch's presence
+    // UNSUBSCRIBEs are written, one write call per member, each about as costly as a round's
+    // sends. The watch ends when a member reads its UNSUBSCRIBE, not when it is written: a
+    // release that runs there meanwhile is one that could have run before the command arrived.
+    const won = waiting;
+    if (won) setImmediate(() => won.close());
   }
 }
 

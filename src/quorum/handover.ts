@@ -26,7 +26,7 @@
  * - The key lives the ttl from the hand-over, which comes after attempt k's run: so it lives at
  *   least ttl from attempt k's start. A member hands over only to a waiter that still waits: its
  *   place in line is live and its presence channel has a subscriber there (the Redlock holds it
- *   for the length of the wait: waiting/notifications.ts), so one that stopped waiting is handed
+ *   from the first refusal to the end of the wait: waiting/notifications.ts, Watch.present), so one that stopped waiting is handed
  *   nothing (docs/handover.md, "A waiter that stops in line").
  * - Nothing deletes a value the waiter may still count on. Its attempts use values of their own
  *   (a rollback deletes only those); a handover value is deleted only by its holder's release, by

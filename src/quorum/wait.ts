@@ -160,6 +160,9 @@ export class WaitInLine implements Waiting {
   async wait(refused: Refused): Promise<Win | undefined> {
     // Our own handover value on a member: a release handed it over before this attempt ran there.
     const foundOwn = refused.round.votes.some((vote) => vote.handedOver);
+    // Refused: present from now on, so that a release may hand us the lock (Watch.present). A
+    // release that runs on a member before our SUBSCRIBE arrives there wakes us instead.
+    this.#watch?.present();
     await this.#sleep(this.#watch === undefined ? 'subscribe' : foundOwn ? 'retake' : 'line', refused.round.votes);
     const handed = this.#handedOver(refused.round);
     if (handed) return handed;
@@ -190,6 +193,7 @@ export class WaitInLine implements Waiting {
     const { clock, nodeTimeout } = settings;
     if (reason === 'subscribe') {
       this.#watch = this.#spec.notifications.watch(this.#waiter.id, this.#handover !== undefined);
+      this.#watch.present();
       // Never past the budget: a slow subscription must not stretch the acquire.
       const leftMs = budgetEnd - clock.now();
       return leftMs > 0 ? this.#watch.readyWithin(Math.min(nodeTimeout, leftMs), clock) : Promise.resolve();

@@ -48,9 +48,19 @@ export class Watch {
   constructor(
     memberCount: number,
     private readonly onClose: () => void,
+    private readonly onPresent: () => void = () => undefined,
   ) {
     this.#quorum = quorumOf(memberCount);
     this.#memberCount = memberCount;
+  }
+
+  /**
+   * From now until close(), a release may hand this waiter the lock: its presence channel is
+   * subscribed (Notifications.watch). Called at its first refusal, not before its first attempt:
+   * an acquire that is never refused sends no SUBSCRIBE or UNSUBSCRIBE. Again: no effect.
+   */
+  present(): void {
+    this.onPresent();
   }
 
   /**
@@ -345,28 +355,35 @@ export class Notifications {
   /**
    * Starts listening for the members' word that `waiterId` (a newWaiterId of `listener`'s) is first
    * in line after a release. `handedOver`: it asks to be handed the lock (quorum/handover.ts), so
-   * its presence channel is subscribed until the watch ends: a release hands over only to a waiter
-   * present (_keys.lua, listening).
+   * its presence channel is subscribed from Watch.present() until the watch ends: a release hands
+   * over only to a waiter present (_keys.lua, listening).
    */
   watch(waiterId: string, handedOver = false): Watch {
     const presence = handedOver ? presenceChannel(waiterId) : undefined;
-    const watch = new Watch(this.#members.length, () => {
-      if (presence !== undefined && this.#present.delete(presence)) for (const subscriber of this.#subscribers) subscriber?.presence(presence, false);
-      if (!this.#watches.delete(waiterId) || this.#watches.size > 0) return;
-      // The last wait: stop reconnecting to members that are down now (the next wait makes a new
-      // subscriber), so nothing of ours keeps the process alive. A ready one stays subscribed for
-      // the next wait.
-      this.#subscribers.forEach((subscriber, index) => {
-        if (subscriber && subscriber.connection.state !== 'ready') this.#closeSubscriber(index);
-      });
-    });
+    let state: 'absent' | 'present' | 'closed' = 'absent';
+    const watch = new Watch(
+      this.#members.length,
+      () => {
+        if (state === 'present' && this.#present.delete(presence!)) for (const subscriber of this.#subscribers) subscriber?.presence(presence!, false);
+        state = 'closed';
+        if (!this.#watches.delete(waiterId) || this.#watches.size > 0) return;
+        // The last wait: stop reconnecting to members that are down now (the next wait makes a new
+        // subscriber), so nothing of ours keeps the process alive. A ready one stays subscribed for
+        // the next wait.
+        this.#subscribers.forEach((subscriber, index) => {
+          if (subscriber && subscriber.connection.state !== 'ready') this.#closeSubscriber(index);
+        });
+      },
+      () => {
+        if (presence === undefined || state !== 'absent' || this.#closed) return;
+        state = 'present';
+        this.#present.add(presence);
+        // A subscriber not ready yet (a first wait) subscribes to it when ready, with the listener channel.
+        for (const subscriber of this.#subscribers) subscriber?.presence(presence, true);
+      },
+    );
     if (this.#closed) return watch; // after quit(): timed retries only
     this.#watches.set(waiterId, watch);
-    if (presence !== undefined) {
-      this.#present.add(presence);
-      // Subscribers made below (a first wait) subscribe to it when ready, with the listener channel.
-      for (const subscriber of this.#subscribers) subscriber?.presence(presence, true);
-    }
     // Subscribed on a majority already (an earlier wait): ready as it is. A minority reconnecting
     // subscribes again by itself when ready (Subscriber). Most acquires of a Redlock that waited
     // once come here, contended or not: nothing more to send or to wait for, but a member whose

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EPOCH_KEY, presenceChannel } from '../../src/store/keys.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
 import { contextOf } from '../../src/redlock.js';
-import { eventually, fresh, hearsReleases, heldOnEvery, lineLengths, lineOf, onMajority, requestsOf, scriptCalls } from './util.js';
+import { eventually, fresh, hearsReleases, sleep, heldOnEvery, lineLengths, lineOf, onMajority, requestsOf, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 const { client, quitAll } = redlocksOn(() => servers);
@@ -189,6 +189,50 @@ describe('a release hands the lock to the waiter first in line', () => {
     // refused in a new epoch is sent once more, bound to it). There it frees the key and hands
     // nothing over: each of them goes from the holder's value to empty, never to the waiter's.
     await eventually(async () => expect(await servers.valuesOf(resource)).toEqual([null, null, lock.value, lock.value, lock.value]));
+    await lock.release();
+  });
+});
+
+/** Per member: SUBSCRIBE and UNSUBSCRIBE calls so far (INFO commandstats). */
+const subscriptionCalls = (member: Redis) =>
+  member.info('commandstats').then((info) => [...info.matchAll(/cmdstat_(?:un)?subscribe:calls=(\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0));
+
+describe('presence, from the first refusal on', () => {
+  it('a Redlock that waited before: an acquire never refused subscribes to nothing; a refused one is present and handed the lock', async () => {
+    const redlock = client({ retryDelay: 5_000, retryJitter: 0 });
+    // One wait first: the Redlock listens from then on, so later acquires watch from their start.
+    const first = fresh('presence-first');
+    const holder = await heldEverywhere(await client().acquire(first, 10_000), first);
+    const waited = redlock.acquire(first, 8_000, { waitTimeout: 3_000 });
+    await eventually(async () => expect(onMajority(await hears(first))).toBe(true));
+    await holder.release();
+    await (await waited).release();
+
+    // Uncontended now: no SUBSCRIBE or UNSUBSCRIBE of a presence channel, on any member.
+    const before = await Promise.all(servers.clients.map(subscriptionCalls));
+    const uncontended = await redlock.acquire(fresh('presence-free'), 8_000);
+    await uncontended.release();
+    // What it would have sent goes out on its subscriber connections within a turn or two of the
+    // event loop; 200 ms is far more than they take to arrive (the old code's did).
+    await sleep(200);
+    expect(await Promise.all(servers.clients.map(subscriptionCalls))).toEqual(before);
+
+    // Refused: its first attempt stands in line (the Redlock listens), it subscribes its presence
+    // after the refusal, and the release hands it the lock (the release is the only script run).
+    const contended = fresh('presence-refused');
+    const other = await heldEverywhere(await client().acquire(contended, 10_000), contended);
+    const waiting = redlock.acquire(contended, 8_000, { waitTimeout: 3_000 });
+    await eventually(async () => {
+      expect(await inLine(contended)).toEqual([1, 1, 1, 1, 1]);
+      expect(onMajority(await hears(contended))).toBe(true);
+    });
+    const scripts = await Promise.all(servers.clients.map(scriptCalls));
+    await other.release();
+    const lock = await waiting;
+    await eventually(async () => {
+      const after = await Promise.all(servers.clients.map(scriptCalls));
+      expect(after.map((calls, index) => calls - scripts[index]!)).toEqual([1, 1, 1, 1, 1]);
+    });
     await lock.release();
   });
 });
