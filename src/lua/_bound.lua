@@ -1,6 +1,6 @@
 -- Every script that writes starts here: its KEYS end with the member's epoch
 -- hash and its ARGV start with the id of the epoch the client last read on this member
--- (src/members/wire.ts, the one place that fills it in). Both are taken off, so each script's
+-- (src/members/redis-member.ts, #write: the one place that fills it in). Both are taken off, so each script's
 -- own KEYS and ARGV start at 1. The call writes only in that epoch: anywhere else (a call that
 -- ioredis re-sent to a restarted process, a late copy over a delayed link reaching a member that
 -- failed over or was flushed since) it writes nothing and fails with `QUORUMLOCK_EPOCH <id>`,
