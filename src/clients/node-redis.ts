@@ -127,6 +127,17 @@ const shas = Object.fromEntries(Object.entries(scripts).map(([name, lua]) => [na
 const COMMAND_OPTIONS = { typeMapping: {} };
 
 /**
+ * The same, for a client whose socket is ready: node-redis writes the call in its next turn of
+ * the event loop, and its per-command `timeout` (node-redis 6: 5 s unless the user set
+ * `commandOptions.timeout`) bounds only the wait before that write (the write drops it). Yet
+ * node-redis 6 makes an `AbortSignal.timeout` for it on every call, which cost more client CPU
+ * than the rest of our call on that library (docs/clients.md). A call made while the socket is
+ * not ready keeps the user's timeout, so that what waits in the offline queue stays bounded.
+ */
+const READY_OPTIONS = { typeMapping: {}, timeout: 0 };
+const optionsOf = (client: Client): object => (client.isReady ? READY_OPTIONS : COMMAND_OPTIONS);
+
+/**
  * A reply as RESP2 gives it. Redis 7.0 answers a script's Lua booleans as integers on RESP3 too,
  * but a server that sends RESP3 booleans would otherwise change the shapes read above.
  */
@@ -253,7 +264,7 @@ export function nodeRedisConnection(user: NodeRedisLike | NodeRedisClusterLike):
   const watched = watch(client);
   // node-redis keeps its own prefix out of sendCommand: ours adds it, as ioredis does to our keys.
   const runner = scriptRunner(
-    (args) => client.sendCommand(args, COMMAND_OPTIONS).then(plain),
+    (args) => client.sendCommand(args, optionsOf(client)).then(plain),
     keyPrefix,
     () => '',
   );
@@ -277,7 +288,7 @@ export function nodeRedisConnection(user: NodeRedisLike | NodeRedisClusterLike):
     off: (event: ConnectionEvent, listener: () => void) => void watched.events.off(event, listener),
     script: (name, keys, args) => runner.run(name, keys, args),
     info: (section) => infoOf(client, section),
-    command: (args) => client.sendCommand([...args], COMMAND_OPTIONS).then(plain),
+    command: (args) => client.sendCommand([...args], optionsOf(client)).then(plain),
     connect: () => readyOf(client, client.isOpen && client.isReady, watched.events),
     // No bound copies: binding needs a loader connection that never re-sends and a write path
     // shared with script(); node-redis writes in order on its own, so there is nothing to cork.

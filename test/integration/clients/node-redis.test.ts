@@ -7,7 +7,7 @@
 import Redis from 'ioredis';
 import { createClient as createClient6, createCluster as createCluster6 } from 'redis';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Connection } from '../../../src/clients/connection.js';
 import { ioredisConnection } from '../../../src/clients/ioredis.js';
 import { describeNodeRedis, isNodeRedis, nodeRedisConnection, type NodeRedisLike } from '../../../src/clients/node-redis.js';
@@ -237,6 +237,29 @@ describe.each(variants)('$library, RESP$RESP', ({ library, createClient, createC
     client.destroy();
     expect(connection.state).toBe('ended');
     expect(events).toEqual(['ready', 'close', 'ready', 'close', 'end']);
+  });
+
+  it("makes no per-call timeout on a ready socket; a call made while it is not ready keeps the client's timeout", async () => {
+    // A timeout of the user's: node-redis 6's default (5 s) would make this test as long.
+    const { connection } = await open({ commandOptions: { timeout: 300 } });
+    const made = vi.spyOn(AbortSignal, 'timeout');
+    try {
+      await Promise.all(Array.from({ length: 20 }, () => connection.script('quorumlockEpoch', [EPOCH_KEY], [])));
+      expect(made).not.toHaveBeenCalled();
+    } finally {
+      made.mockRestore();
+    }
+    // Down: the call waits in node-redis' offline queue, and the client's timeout ends it there
+    // (with none at all it would wait for the server to come back, however long).
+    await master.kill();
+    await eventually(async () => expect(connection.state).not.toBe('ready'));
+    const started = Date.now();
+    const queued = await connection.script('quorumlockEpoch', [EPOCH_KEY], []).then(
+      () => 'resolved',
+      (error: Error) => error.constructor.name,
+    );
+    expect(queued).toBe('TimeoutError');
+    expect(Date.now() - started).toBeLessThan(3_000);
   });
 
   it('never re-sends: a call written to a frozen server that dies rejects, and the new process runs nothing', async () => {
