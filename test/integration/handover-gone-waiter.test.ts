@@ -1,7 +1,7 @@
 /**
  * A release hands the lock over only to a waiter that still waits (docs/handover.md): its
  * Redlock holds a subscription to the waiter's presence channel (keys.ts, presenceChannel) from
- * the start of the wait to its end, and the release checks it (PUBSUB NUMSUB: _keys.lua,
+ * the first refusal of its acquire to the end of its wait, and the release checks it (PUBSUB NUMSUB: _keys.lua,
  * listening). Found by review: when the check was on the Redlock's listener channel (shared by
  * its waiters, subscribed after a wait ends), a waiter that stopped waiting while its place
  * survived on a member (its leave could not be sent; or a late copy of one of its attempts

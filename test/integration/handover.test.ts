@@ -226,6 +226,11 @@ describe('presence, from the first refusal on', () => {
       expect(await inLine(contended)).toEqual([1, 1, 1, 1, 1]);
       expect(onMajority(await hears(contended))).toBe(true);
     });
+    // Present after its refusal: subscribed on every member before the release.
+    const presentOn = (channel: string) =>
+      Promise.all(servers.clients.map(async (c) => Number(((await c.pubsub('NUMSUB', channel)) as (string | number)[])[1])));
+    const [waiterId] = await servers.clients[0]!.zrange(lineOf(contended), '0', '0');
+    await eventually(async () => expect(await presentOn(presenceChannel(waiterId!))).toEqual([1, 1, 1, 1, 1]));
     const scripts = await Promise.all(servers.clients.map(scriptCalls));
     await other.release();
     const lock = await waiting;
@@ -233,6 +238,9 @@ describe('presence, from the first refusal on', () => {
       const after = await Promise.all(servers.clients.map(scriptCalls));
       expect(after.map((calls, index) => calls - scripts[index]!)).toEqual([1, 1, 1, 1, 1]);
     });
+    // Won: its presence ends (the UNSUBSCRIBEs go out after the acquire resolved), on every member.
+    expect(waiterId).toBe(lock.id);
+    await eventually(async () => expect(await presentOn(presenceChannel(waiterId!))).toEqual([0, 0, 0, 0, 0]));
     await lock.release();
   });
 });
