@@ -66,7 +66,13 @@ interface Client {
   readonly isOpen: boolean;
   readonly isReady: boolean;
   readonly socketEpoch?: number;
-  readonly options?: { socket?: SocketOptions; database?: number; keyPrefix?: string | Buffer; rootNodes?: { url?: string; socket?: SocketOptions }[] };
+  readonly options?: {
+    socket?: SocketOptions;
+    database?: number;
+    keyPrefix?: string | Buffer;
+    rootNodes?: { url?: string; socket?: SocketOptions }[];
+    commandOptions?: { timeout?: number };
+  };
   sendCommand(args: readonly string[], options?: object): Promise<unknown>;
   duplicate(overrides?: object): Client;
   connect(): Promise<unknown>;
@@ -127,15 +133,16 @@ const shas = Object.fromEntries(Object.entries(scripts).map(([name, lua]) => [na
 const COMMAND_OPTIONS = { typeMapping: {} };
 
 /**
- * The same, for a client whose socket is ready: node-redis writes the call in its next turn of
- * the event loop, and its per-command `timeout` (node-redis 6: 5 s unless the user set
- * `commandOptions.timeout`) bounds only the wait before that write (the write drops it). Yet
- * node-redis 6 makes an `AbortSignal.timeout` for it on every call, which cost more client CPU
- * than the rest of our call on that library (docs/clients.md). A call made while the socket is
- * not ready keeps the user's timeout, so that what waits in the offline queue stays bounded.
+ * The options of every call of ours on one client or Cluster: one `timeout` for all of them, the
+ * one the user set (`commandOptions.timeout`), else none. node-redis applies it only until it
+ * writes a call, so calls with one timeout leave its queue in the order they entered it: a late
+ * acquire never outlives the rollback or release queued behind it, which then runs after it, as
+ * on ioredis (mixed timeouts let the later call time out first). None unless the user set one:
+ * node-redis 6 would give each call its default 5 s, through an `AbortSignal.timeout` per call
+ * that cost more client CPU than the rest of our call (docs/clients.md); the rounds have deadlines
+ * of their own, and node-redis 5 sets none either.
  */
-const READY_OPTIONS = { typeMapping: {}, timeout: 0 };
-const optionsOf = (client: Client): object => (client.isReady ? READY_OPTIONS : COMMAND_OPTIONS);
+const callOptions = (userTimeout: number | undefined): object => ({ typeMapping: {}, timeout: userTimeout });
 
 /**
  * A reply as RESP2 gives it. Redis 7.0 answers a script's Lua booleans as integers on RESP3 too,
@@ -262,9 +269,10 @@ export function nodeRedisConnection(user: NodeRedisLike | NodeRedisClusterLike):
   const client = user as unknown as Client;
   const { id, keyPrefix } = describeNodeRedis(client);
   const watched = watch(client);
+  const options = callOptions(client.options?.commandOptions?.timeout);
   // node-redis keeps its own prefix out of sendCommand: ours adds it, as ioredis does to our keys.
   const runner = scriptRunner(
-    (args) => client.sendCommand(args, optionsOf(client)).then(plain),
+    (args) => client.sendCommand(args, options).then(plain),
     keyPrefix,
     () => '',
   );
@@ -288,7 +296,7 @@ export function nodeRedisConnection(user: NodeRedisLike | NodeRedisClusterLike):
     off: (event: ConnectionEvent, listener: () => void) => void watched.events.off(event, listener),
     script: (name, keys, args) => runner.run(name, keys, args),
     info: (section) => infoOf(client, section),
-    command: (args) => client.sendCommand([...args], optionsOf(client)).then(plain),
+    command: (args) => client.sendCommand([...args], options).then(plain),
     connect: () => readyOf(client, client.isOpen && client.isReady, watched.events),
     // No bound copies: binding needs a loader connection that never re-sends and a write path
     // shared with script(); node-redis writes in order on its own, so there is nothing to cork.
@@ -433,10 +441,9 @@ async function mastersOf(cluster: Cluster, watched: ClusterWatch): Promise<reado
 
 function clusterConnection(cluster: Cluster): Connection {
   const { id, keyPrefix } = describeNodeRedis(cluster);
-  // node-redis 6 rejects a call still queued after 5 s unless told otherwise, and trustMembers()
-  // queues 16384 calls per Cluster at once (TimeoutErrors seen with 3 Clusters in one process).
-  // The rounds have their own deadlines: only a timeout the user set applies.
-  const options = { ...COMMAND_OPTIONS, timeout: cluster._options?.commandOptions?.timeout };
+  // Also: trustMembers() queues 16384 calls per Cluster at once, which node-redis 6's default 5 s
+  // failed with 3 Clusters in one process.
+  const options = callOptions(cluster._options?.commandOptions?.timeout);
   // Routed by the call's first key (prefixed, as node-redis 6's own commands are); node-redis
   // follows MOVED and ASK, which say the command did not run where it was sent.
   const send = (args: string[], firstKey: string | undefined) => cluster.sendCommand(firstKey, false, args, options).then(plain);

@@ -239,18 +239,32 @@ describe.each(variants)('$library, RESP$RESP', ({ library, createClient, createC
     expect(events).toEqual(['ready', 'close', 'ready', 'close', 'end']);
   });
 
-  it("makes no per-call timeout on a ready socket; a call made while it is not ready keeps the client's timeout", async () => {
-    // A timeout of the user's: node-redis 6's default (5 s) would make this test as long.
-    const { connection } = await open({ commandOptions: { timeout: 300 } });
+  it('gives all our calls one timeout, the one the user set, else none: no AbortSignal per call, and a queue that keeps its order', async () => {
+    // Default options: node-redis 6 would make an AbortSignal.timeout (its 5 s) for every call.
+    const { client, connection } = await open();
     const made = vi.spyOn(AbortSignal, 'timeout');
+    const sent = vi.spyOn(client, 'sendCommand');
     try {
       await Promise.all(Array.from({ length: 20 }, () => connection.script('quorumlockEpoch', [EPOCH_KEY], [])));
       expect(made).not.toHaveBeenCalled();
+      // Made while the socket is down: the same options as on a ready socket, so a call queued
+      // earlier never times out after one queued behind it (which would then run alone).
+      await master.kill();
+      await eventually(async () => expect(connection.state).not.toBe('ready'));
+      const queued = connection.script('quorumlockEpoch', [EPOCH_KEY], []).catch(() => undefined);
+      const options = sent.mock.calls.map((call) => JSON.stringify(call[1]));
+      expect(new Set(options).size).toBe(1);
+      expect(JSON.parse(options[0]!)).toEqual({ typeMapping: {} });
+      await master.restart();
+      await queued;
     } finally {
       made.mockRestore();
+      sent.mockRestore();
     }
-    // Down: the call waits in node-redis' offline queue, and the client's timeout ends it there
-    // (with none at all it would wait for the server to come back, however long).
+  });
+
+  it("keeps the user's own timeout: a call made while the server is down ends when it runs out", async () => {
+    const { connection } = await open({ commandOptions: { timeout: 300 } });
     await master.kill();
     await eventually(async () => expect(connection.state).not.toBe('ready'));
     const started = Date.now();
