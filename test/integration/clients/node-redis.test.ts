@@ -252,7 +252,7 @@ describe.each(variants)('$library, RESP$RESP', ({ library, createClient, createC
       await master.kill();
       await eventually(async () => expect(connection.state).not.toBe('ready'));
       const queued = connection.script('quorumlockEpoch', [EPOCH_KEY], []).catch(() => undefined);
-      const options = sent.mock.calls.map((call) => JSON.stringify(call[1]));
+      const options = sent.mock.calls.map((call) => JSON.stringify((call as unknown[])[1]));
       expect(new Set(options).size).toBe(1);
       expect(JSON.parse(options[0]!)).toEqual({ typeMapping: {} });
       await master.restart();
