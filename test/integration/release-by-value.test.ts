@@ -18,22 +18,29 @@ afterEach(() => redlocks.quitAll());
 afterAll(() => servers?.close());
 
 /**
- * The owner's Redlock on connections of its own (another process), and a wait until every member
- * ran its acquire: a PING on the same connection comes back behind it. A release sent on other
- * connections could otherwise reach a straggler before the acquire does (that member would then
- * keep the key until its ttl, as after any release a quorum confirmed).
+ * The owner's Redlock on connections of its own (another process), warmed by one lock taken and
+ * released: its members' epochs are read, so its next acquire goes to every member at once (a
+ * member whose epoch is still being read when a round settles is sent nothing, and on a busy
+ * machine that round can settle on the other two). And a wait until every member ran what was
+ * sent: a PING on the same connection comes back behind it. A release sent on other connections
+ * could otherwise reach a straggler before the acquire does (that member would then keep the key
+ * until its ttl, as after any release a quorum confirmed).
  */
-function owner() {
+async function owner() {
   const clients = servers.connect();
-  return { redlock: redlocks.client({ retryCount: 0 }, clients), settled: () => Promise.all(clients.map((client) => client.ping())) };
+  const redlock = redlocks.client({ retryCount: 0 }, clients);
+  const settled = () => Promise.all(clients.map((client) => client.ping()));
+  await (await redlock.acquire(fresh('warm-up'), 10_000)).release();
+  await settled();
+  return { redlock, settled };
 }
 
 describe('redlock.release(resources, value)', () => {
   it('releases a lock another process acquired, from its resources and value alone', async () => {
-    const { redlock: first, settled } = owner();
+    const { redlock: first, settled } = await owner();
     // The releasing side on connections of its own too, so the test can wait until a member that
     // was still pending when the quorum answered has run the release.
-    const { redlock: other, settled: released } = owner();
+    const { redlock: other, settled: released } = await owner();
     const resources = [fresh('split-a'), fresh('split-b')].map((name) => `{split}${name}`);
     const lock = await first.acquire(resources, 10_000);
     await settled();
@@ -52,7 +59,7 @@ describe('redlock.release(resources, value)', () => {
   });
 
   it("is owner-only: another owner's keys stay, and the votes say nothing of that value was there", async () => {
-    const { redlock: first, settled } = owner();
+    const { redlock: first, settled } = await owner();
     const resource = fresh('not-mine');
     const lock = await first.acquire(resource, 10_000);
     const stale = await first.acquire(fresh('stale'), 10_000);
@@ -69,7 +76,7 @@ describe('redlock.release(resources, value)', () => {
   });
 
   it("releases a shared lock's own hold only: the other reader keeps its lock, then an exclusive one gets in", async () => {
-    const { redlock: first, settled } = owner();
+    const { redlock: first, settled } = await owner();
     const resource = fresh('shared-by-value');
     const mine = await first.acquire(resource, 10_000, { shared: true });
     const theirs = await first.acquire(resource, 10_000, { shared: true });
