@@ -12,9 +12,8 @@
 import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TcpProxy } from '../chaos/proxy.js';
-import { presenceChannel } from '../../src/store/keys.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { eventually, fresh, heldOnEvery, lineLengths, lineOf, sleep } from './util.js';
+import { eventually, fresh, heldOnEvery, lineLengths, lineOf, presentOn, sleep } from './util.js';
 
 let servers: TestMasters;
 let proxies: TcpProxy[] = [];
@@ -36,8 +35,6 @@ afterAll(async () => {
 });
 
 const inLine = (resource: string) => lineLengths(servers.clients, resource);
-const presentOn = async (waiterId: string) =>
-  Promise.all(servers.clients.map(async (c) => Number(((await c.pubsub('NUMSUB', presenceChannel(waiterId))) as (string | number)[])[1])));
 
 describe('presence survives a reconnect through ioredis re-sending an unanswered SUBSCRIBE', () => {
   it('a waiter that gave up while its subscriber reconnected is not handed the lock for its whole ttl', async () => {
@@ -76,7 +73,7 @@ describe('presence survives a reconnect through ioredis re-sending an unanswered
       const ids = await Promise.all(servers.clients.map((c) => c.zrange(lineOf(resource), '0', '0')));
       expect(ids.map((id) => id.length)).toEqual([1, 1, 1]);
       const id = ids[0]![0]!;
-      expect(await presentOn(id)).toEqual([1, 1, 1]);
+      expect(await presentOn(servers.clients, id)).toEqual([1, 1, 1]);
       return id;
     });
     // The connections drop; the acquire gives up while they reconnect (its leave cannot be sent).
@@ -88,7 +85,7 @@ describe('presence survives a reconnect through ioredis re-sending an unanswered
     // Reconnected: ioredis re-sends what was unanswered, the presence SUBSCRIBE among it.
     await eventually(async () => expect(clients.map((c) => c.status)).toEqual(['ready', 'ready', 'ready']), 5_000);
     await sleep(500);
-    const presence = await presentOn(waiterId);
+    const presence = await presentOn(servers.clients, waiterId);
     await held.release();
     const pttls = await Promise.all(servers.clients.map((c) => c.pttl(resource)));
     const values = await servers.valuesOf(resource);

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EPOCH_KEY, presenceChannel } from '../../src/store/keys.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
 import { contextOf } from '../../src/redlock.js';
-import { eventually, fresh, hearsReleases, sleep, heldOnEvery, lineLengths, lineOf, onMajority, requestsOf, scriptCalls } from './util.js';
+import { callsOf, eventually, fresh, hearsReleases, presentOn, sleep, heldOnEvery, lineLengths, lineOf, onMajority, requestsOf, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 const { client, quitAll } = redlocksOn(() => servers);
@@ -194,8 +194,7 @@ describe('a release hands the lock to the waiter first in line', () => {
 });
 
 /** Per member: SUBSCRIBE and UNSUBSCRIBE calls so far (INFO commandstats). */
-const subscriptionCalls = (member: Redis) =>
-  member.info('commandstats').then((info) => [...info.matchAll(/cmdstat_(?:un)?subscribe:calls=(\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0));
+const subscriptionCalls = (member: Redis) => callsOf(member, ['subscribe', 'unsubscribe']);
 
 describe('presence, from the first refusal on', () => {
   it('a Redlock that waited before: an acquire never refused subscribes to nothing; a refused one is present and handed the lock', async () => {
@@ -227,10 +226,8 @@ describe('presence, from the first refusal on', () => {
       expect(onMajority(await hears(contended))).toBe(true);
     });
     // Present after its refusal: subscribed on every member before the release.
-    const presentOn = (channel: string) =>
-      Promise.all(servers.clients.map(async (c) => Number(((await c.pubsub('NUMSUB', channel)) as (string | number)[])[1])));
     const [waiterId] = await servers.clients[0]!.zrange(lineOf(contended), '0', '0');
-    await eventually(async () => expect(await presentOn(presenceChannel(waiterId!))).toEqual([1, 1, 1, 1, 1]));
+    await eventually(async () => expect(await presentOn(servers.clients, waiterId!)).toEqual([1, 1, 1, 1, 1]));
     const scripts = await Promise.all(servers.clients.map(scriptCalls));
     await other.release();
     const lock = await waiting;
@@ -240,7 +237,7 @@ describe('presence, from the first refusal on', () => {
     });
     // Won: its presence ends (the UNSUBSCRIBEs go out after the acquire resolved), on every member.
     expect(waiterId).toBe(lock.id);
-    await eventually(async () => expect(await presentOn(presenceChannel(waiterId!))).toEqual([0, 0, 0, 0, 0]));
+    await eventually(async () => expect(await presentOn(servers.clients, waiterId!)).toEqual([0, 0, 0, 0, 0]));
     await lock.release();
   });
 });

@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { expect } from 'vitest';
 import { LockAcquireError, type Redlock } from '../../src/index.js';
 import { describeVotes } from '../../src/quorum/votes.js';
-import { resourceKeys, waiterChannel } from '../../src/store/keys.js';
+import { presenceChannel, resourceKeys, waiterChannel } from '../../src/store/keys.js';
 
 let counter = 0;
 /** A resource name no other test uses, so tests never see each other's keys. */
@@ -53,11 +53,20 @@ export const lineLengths = (clients: readonly Redis[], resource: string): Promis
 
 /** Calls of the scripts on one member, from Redis' own command statistics. */
 export async function scriptCalls(member: Redis): Promise<number> {
+  return callsOf(member, ['evalsha', 'eval']);
+}
+
+/** Calls of the commands `names` on `member` so far, summed (INFO commandstats). */
+export async function callsOf(member: Redis, names: readonly string[]): Promise<number> {
   const info = await member.info('commandstats');
   let calls = 0;
-  for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
+  for (const match of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) if (names.includes(match[1]!)) calls += Number(match[2]);
   return calls;
 }
+
+/** Per member (`clients`): how many connections are subscribed to `waiterId`'s presence channel (PUBSUB NUMSUB). */
+export const presentOn = (clients: readonly Redis[], waiterId: string): Promise<number[]> =>
+  Promise.all(clients.map(async (c) => Number(((await c.pubsub('NUMSUB', presenceChannel(waiterId))) as (string | number)[])[1])));
 
 /**
  * Resolves once every one of `clients` (one per member) has `value` at `key`. An acquire resolves
