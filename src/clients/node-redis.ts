@@ -133,7 +133,7 @@ const shas = Object.fromEntries(Object.entries(scripts).map(([name, lua]) => [na
 const COMMAND_OPTIONS = { typeMapping: {} };
 
 /**
- * The options of every call of ours on one client or Cluster: one `timeout` for all of them, the
+ * The options of every script call of ours on one client or Cluster: one `timeout` for all of them, the
  * one the user set (`commandOptions.timeout`), else none. node-redis applies it only until it
  * writes a call, so calls with one timeout leave its queue in the order they entered it: a late
  * acquire never outlives the rollback or release queued behind it, which then runs after it, as
@@ -296,7 +296,7 @@ export function nodeRedisConnection(user: NodeRedisLike | NodeRedisClusterLike):
     off: (event: ConnectionEvent, listener: () => void) => void watched.events.off(event, listener),
     script: (name, keys, args) => runner.run(name, keys, args),
     info: (section) => infoOf(client, section),
-    command: (args) => client.sendCommand([...args], options).then(plain),
+    command: (args) => client.sendCommand([...args], COMMAND_OPTIONS).then(plain),
     connect: () => readyOf(client, client.isOpen && client.isReady, watched.events),
     // No bound copies: binding needs a loader connection that never re-sends and a write path
     // shared with script(); node-redis writes in order on its own, so there is nothing to cork.
