@@ -73,6 +73,8 @@ const WAIT_TIMEOUT_MS = 6000;
  * ignored), staggered across clients so that even a short run has some from the start.
  */
 const OVERRUN_EVERY = 5;
+/** How long a run may go on past its `seconds` for its first overrunner's late write. */
+const OVERRUN_GRACE_MS = 15_000;
 /** A holding lasts this many ttls, so most see one or more extensions. */
 const HOLD_TTLS: [number, number] = [0.4, 2.5];
 /** The watchdog's default: extend when a third of the ttl is left. */
@@ -339,12 +341,15 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
 
     // ---- holders --------------------------------------------------------------------------
     let nextHolding = 1;
+    let overrunsWritten = 0;
     async function holder(client: number): Promise<void> {
       const own = random(seed + 1 + client);
       const redlock = redlocks[client]!;
       const store = stores[client]!;
-      for (let n = 0; !stop.signal.aborted; n++) {
+      while (!stop.signal.aborted) {
         const resource = RESOURCES[Math.floor(own() * RESOURCES.length)]!;
+        // Counted in holdings, not attempts: an acquire that fails does not skip an overrun.
+        const n = holdings.filter((h) => h.client === client).length;
         const overrun = (n + client) % OVERRUN_EVERY === OVERRUN_EVERY - 1;
         // Overrunners hold past one ttl without extending: their lock runs out under them.
         const planMs = TTL * (overrun ? between(own, 1.3, 2.5) : between(own, ...HOLD_TTLS));
@@ -408,6 +413,7 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
               }
               sample();
               await write('end'); // also after a loss: the guard must turn it away once superseded
+              if (overrun) overrunsWritten++;
               h.releasedAt = performance.now();
               active.delete(h);
               delete h.lock;
@@ -628,8 +634,15 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
       if (failures.length > 0) throw failures[0];
     }
 
-    const timer = setTimeout(() => stop.abort(), options.seconds * 1000);
+    // The run ends after `seconds`, but not before an overrunner's late write has reached the
+    // store (what the fence is there for), waiting at most OVERRUN_GRACE_MS more for one.
     const runStart = performance.now();
+    let timer: NodeJS.Timeout;
+    const end = () => {
+      if (overrunsWritten > 0 || performance.now() - runStart >= options.seconds * 1000 + OVERRUN_GRACE_MS) stop.abort();
+      else timer = setTimeout(end, 50);
+    };
+    timer = setTimeout(end, options.seconds * 1000);
     // Either side failing stops both; the failure is rethrown once both have wound down.
     const failed = (error: unknown): never => {
       stop.abort();
