@@ -5,6 +5,7 @@
  * events and state across a kill and restart, nothing re-sent, and the subscriber.
  */
 import Redis from 'ioredis';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { createClient as createClient6, createCluster as createCluster6 } from 'redis';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -55,6 +56,37 @@ const variants = [
   { library: 'redis 5', ...v5, RESP: 2 },
   { library: 'redis 5', ...v5, RESP: 3 },
 ] as const;
+
+/**
+ * A TCP link to a master on a port of its own that can be cut (its connections destroyed, none
+ * accepted) and restored on the same port, as a server's network going away and coming back.
+ */
+async function cuttableLink(target: Master): Promise<{ port: number; cut(): void; restore(): void; close(): void }> {
+  const sockets = new Set<Socket>();
+  const accept = (down: Socket) => {
+    const up = connect(target.port, target.host);
+    for (const socket of [down, up]) {
+      sockets.add(socket);
+      socket.on('error', () => undefined).on('close', () => sockets.delete(socket));
+    }
+    down.pipe(up).pipe(down);
+  };
+  let server = createServer(accept);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const cut = () => {
+    server.close();
+    for (const socket of sockets) socket.destroy();
+  };
+  return {
+    port,
+    cut,
+    restore: () => {
+      server = createServer(accept).listen(port, '127.0.0.1');
+    },
+    close: cut,
+  };
+}
 
 /** A request for acquire.lua: exclusive unless the value is shared, not in line. */
 const request = (value: string, fencing = false): AcquireRequest => ({
@@ -274,6 +306,48 @@ describe.each(variants)('$library, RESP$RESP', ({ library, createClient, createC
     );
     expect(queued).toBe('TimeoutError');
     expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it('an acquire made as the link drops and the rollback made after it share one fate: never the acquire alone', async () => {
+    // The link goes down while the client still says it is ready (the close is read after our
+    // call): the acquire is made as on a ready socket, the rollback behind it as on a socket that
+    // is down. With a timeout for one and none for the other, the rollback timed out while the
+    // link was down and the acquire ran alone after the reconnect, leaving its key for its ttl.
+    const link = await cuttableLink(master);
+    opened.push(() => link.close());
+    const { client, connection } = await open({
+      socket: { host: '127.0.0.1', port: link.port, reconnectStrategy: () => 50 },
+      commandOptions: { timeout: 300 },
+    });
+    const id = await epochOf(connection);
+    const resource = fresh('one-fate');
+    const keys = [...resourceKeys([resource]), EPOCH_KEY];
+    const outcome = (call: Promise<unknown>) =>
+      call.then(
+        () => 'answered',
+        () => 'rejected',
+      );
+    const { acquire, madeReady } = await new Promise<{ acquire: Promise<string>; madeReady: boolean }>((resolve) =>
+      setTimeout(() => {
+        link.cut();
+        // Busy for 50 ms: the close reaches the socket but is read only after the call below.
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+        const madeReady = client.isReady;
+        resolve({ acquire: outcome(connection.script('quorumlockAcquire', keys, [id, ...acquireArgs(request('v1'), id)])), madeReady });
+      }, 5),
+    );
+    await eventually(async () => expect(client.isReady).toBe(false));
+    const rollback = outcome(connection.script('quorumlockRelease', keys, [id, 'v1']));
+    await sleep(1_000); // longer than the timeout, link down
+    link.restore();
+    await eventually(async () => expect(connection.state).toBe('ready'));
+    const outcomes = [await acquire, await rollback];
+    await connection.script('quorumlockEpoch', [EPOCH_KEY], []); // behind anything still queued
+    expect({ madeReady, outcomes, left: await admin().exists(resource) }).toEqual({
+      madeReady: true,
+      outcomes: [outcomes[1], outcomes[1]],
+      left: 0,
+    });
   });
 
   it('never re-sends: a call written to a frozen server that dies rejects, and the new process runs nothing', async () => {
