@@ -65,10 +65,10 @@ local function currentEpoch(epoch, evictions)
   -- The replication lines are looked for from that section's header on: `#` begins only section
   -- headers, so this find is quick, and the ones below then skip the stats section, which comes
   -- first in INFO's text. In a text of another order they only miss, and a miss is read below.
-  local replication = string.find(info, '# Replication', 1, true) or 1
+  local replicationAt = string.find(info, '# Replication', 1, true) or 1
   -- Not a plain master: nothing is read or written here. The usual `role:master` line is found
   -- whole; any other text is read field by field.
-  if not string.find(info, '\nrole:master\r', replication, true) and infoField(info, 'role') ~= 'master' then
+  if not string.find(info, '\nrole:master\r', replicationAt, true) and infoField(info, 'role') ~= 'master' then
     return nil
   end
   local id, since, owner, lineage, evicted = unpack(redis.call('HMGET', epoch, 'id', 'since', 'run_id', 'replid', 'evicted'))
@@ -77,7 +77,7 @@ local function currentEpoch(epoch, evictions)
   -- exactly that value; any other answer (a change, a text without \r) takes the reading below,
   -- which decides as if this check were not there. Written out, and the reading's other helpers
   -- made only when it runs: every writing script passes here on every call.
-  if id and evicted and lineage and string.find(info, '\nmaster_replid:' .. lineage .. '\r', replication, true) and (not evictions or string.find(info, '\nevicted_keys:' .. evicted .. '\r', 1, true)) then
+  if id and evicted and lineage and string.find(info, '\nmaster_replid:' .. lineage .. '\r', replicationAt, true) and (not evictions or string.find(info, '\nevicted_keys:' .. evicted .. '\r', 1, true)) then
     if BOUND_RUN_ID then
       if owner == BOUND_RUN_ID then
         return id, since
