@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ArgumentRangeError, ArgumentTypeError } from '../../src/index.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { fresh, heldOnEvery, scriptCalls } from './util.js';
+import { fresh, heldOnEvery, scriptCalls, warmedUp } from './util.js';
 
 let servers: TestMasters;
 const redlocks = redlocksOn(() => servers);
@@ -28,9 +28,8 @@ afterAll(() => servers?.close());
  */
 async function owner() {
   const clients = servers.connect();
-  const redlock = redlocks.client({ retryCount: 0 }, clients);
+  const redlock = await warmedUp(redlocks.client({ retryCount: 0 }, clients));
   const settled = () => Promise.all(clients.map((client) => client.ping()));
-  await (await redlock.acquire(fresh('warm-up'), 10_000)).release();
   await settled();
   return { redlock, settled };
 }

@@ -44,6 +44,17 @@ export async function connected(redlock: Redlock): Promise<Redlock> {
   return redlock;
 }
 
+/**
+ * Takes and releases one lock of its own with `redlock`, tried until that works: afterwards it has
+ * connected and read its members' epochs, so its next round is sent to every member at once. A new
+ * Redlock's first calls (connect, INFO, epoch read, scripts) can outlast one attempt's 50 ms per
+ * member on a busy machine, and a test about something else must not hinge on that.
+ */
+export async function warmedUp(redlock: Redlock): Promise<Redlock> {
+  await eventually(async () => (await redlock.acquire(fresh('warm-up'), 10_000)).release(), 10_000);
+  return redlock;
+}
+
 /** `resource`'s line of waiters and its handover requests, as the scripts name them (resourceKeys). */
 export const lineOf = (resource: string): string => resourceKeys([resource])[1]!;
 export const requestsOf = (resource: string): string => resourceKeys([resource])[4]!;

@@ -5,7 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type Lock } from '../../src/index.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { eventually, fresh, hearsReleases, heldOnEvery, lineLengths, lineOf, listeningInLine, onMajority, sleep, scriptCalls } from './util.js';
+import { eventually, fresh, hearsReleases, heldOnEvery, lineLengths, lineOf, listeningInLine, onMajority, sleep, scriptCalls, warmedUp } from './util.js';
 
 let servers: TestMasters;
 const { client, quitAll } = redlocksOn(() => servers);
@@ -259,8 +259,7 @@ describe('fairness under contention', () => {
     // Every worker's Redlock first takes a lock of its own, so all have connected and read their
     // members before the contention starts: on a busy machine the first one ready otherwise
     // cycles alone while the others connect (a quarter of all acquisitions, once, in CI).
-    const redlocks = counts.map(() => client());
-    await Promise.all(redlocks.map(async (redlock, worker) => (await redlock.acquire(fresh(`fair-warm-${worker}`), 2_000)).release()));
+    const redlocks = await Promise.all(counts.map(() => warmedUp(client())));
     // 200 acquisitions (a second or so), or 8 s on a machine too busy for that: enough to judge shares.
     const stopAt = performance.now() + 8_000;
     const enough = () => counts.reduce((a, b) => a + b, 0) >= 200;
