@@ -56,7 +56,8 @@ interface Client {
   isCluster?: boolean;
   stream?: { cork(): void; uncork(): void; writable?: boolean };
   defineCommand(name: string, definition: { lua: string }): void;
-  evalsha(sha: string, keyCount: string, ...keysThenArgs: string[]): Promise<unknown>;
+  /** Keys and arguments as two arrays: ioredis and iovalkey flatten a command's arguments one level (`Command`). */
+  evalsha(sha: string, keyCount: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   info(section?: string): Promise<string>;
   call(name: string, ...args: string[]): Promise<unknown>;
   connect(): Promise<void>;
@@ -85,8 +86,12 @@ export const commandNames = Object.fromEntries(
   Object.entries(scripts).map(([name, lua]) => [name, `${name}_${createHash('sha1').update(lua).digest('hex').slice(0, 12)}`]),
 ) as Record<ScriptName, string>;
 
-/** A script's command on a client: its key count, then its keys, then its arguments. */
-export type ScriptCommand = (keyCount: number | string, ...keysThenArgs: (string | number)[]) => Promise<unknown>;
+/**
+ * A script's command on a client: its key count, then its keys, then its arguments. Both libraries
+ * flatten a command's arguments one level (their `Command` constructor), so keys and arguments go
+ * as the arrays they are: no copy of either into a spread per call.
+ */
+export type ScriptCommand = (keyCount: number | string, ...keysThenArgs: (string | number | readonly string[])[]) => Promise<unknown>;
 
 /**
  * Registers our scripts on the client. ioredis' defineCommand sends EVAL the first time on each
@@ -147,7 +152,7 @@ export function ioredisConnection(user: IoredisLike): Connection {
     script(name, keys, args) {
       let command = commands.get(name);
       if (command === undefined) commands.set(name, (command = scriptCommand(client, name)));
-      return command(String(keys.length), ...keys, ...args);
+      return command(String(keys.length), keys, args);
     },
     // A stand-in without INFO (the drift simulator's) has no facts to read.
     info: typeof client.info === 'function' ? (section) => (section === undefined ? client.info() : client.info(section)) : undefined,
@@ -158,7 +163,7 @@ export function ioredisConnection(user: IoredisLike): Connection {
     cork: isCluster ? undefined : () => corkStream(client),
     // The same write path as the script commands (both end in sendCommand, outside auto-pipelining),
     // so a bound call keeps its place among the others; keys get the client's keyPrefix, replies are text.
-    evalsha: bindable ? (sha, keys, args) => client.evalsha(sha, String(keys.length), ...keys, ...args) : undefined,
+    evalsha: bindable ? (sha, keys, args) => client.evalsha(sha, String(keys.length), keys, args) : undefined,
     // A reconnectOnError would re-send a bound call that met NOSCRIPT, reconnecting forever.
     loader: bindable && client.options.reconnectOnError == null ? () => loaderOf(client) : undefined,
     subscriber: (wanted) => subscriptionOf(subscriberOf(client, wanted)),

@@ -212,12 +212,13 @@ export class RedisMember implements Member {
     return copies !== undefined && copies.runId === this.#server.runId ? copies.shas[script] : undefined;
   }
 
-  async acquire(resources: readonly string[], request: AcquireRequest, open?: Open): Promise<AcquireVote> {
+  acquire(resources: readonly string[], request: AcquireRequest, open?: Open): Promise<AcquireVote> {
     const epochKey = this.#topology.epochKeyOf(resources);
     const script = isShared(request.value) ? 'quorumlockAcquireShared' : 'quorumlockAcquire';
     // `settled` is read when the call is bound (after a first epoch read, if one was needed).
     let settled = '';
-    const reply = await this.#epochs
+    // One reaction for the reply and the refusal (not an async function and a catch): per member and attempt.
+    return this.#epochs
       .bind(
         epochKey,
         (epochId) => {
@@ -226,21 +227,31 @@ export class RedisMember implements Member {
         },
         open,
       )
-      .catch((error: { code?: string }) => {
-        // A server that is not a plain master set nothing and never counts, as before the binding.
-        if (error.code === codes.QUORUMLOCK_ERR_NOT_MASTER) return undefined;
-        throw error;
-      });
-    // The server watch's reason when it has one (it says why: a replica, an INFO without a role).
-    if (reply === undefined) return { vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting ?? 'not a master' };
-    const vote = decodeAcquire(reply, settled, request.fencing);
+      .then(
+        (reply) => this.#acquired(epochKey, decodeAcquire(reply, settled, request.fencing), request.quarantineMs),
+        (error: { code?: string }) => {
+          // A server that is not a plain master set nothing and never counts, as before the binding:
+          // the server watch's reason when it has one (it says why: a replica, an INFO without a role).
+          if (error.code === codes.QUORUMLOCK_ERR_NOT_MASTER)
+            return { vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting ?? 'not a master' } satisfies AcquireVote;
+          throw error;
+        },
+      );
+  }
+
+  /** What an acquire's decoded reply counts as here: a refusal as it is; a yes once this member's server is known, if it may count. */
+  #acquired(epochKey: string, vote: AcquireVote, quarantineMs: number): AcquireVote | Promise<AcquireVote> {
     if (vote.vote === 'taken' || vote.vote === 'queued') return vote;
     if (vote.vote === 'quarantined') this.#logQuarantine(epochKey, vote);
     // A client that was still connecting ran our call before its INFO ('ready' fires after
     // ioredis flushed its queues): wait for that reading before this yes may count.
-    if (this.#server.facts === undefined) await this.#server.firstReading;
+    if (this.#server.facts === undefined) return this.#server.firstReading.then(() => this.#counting(epochKey, vote, quarantineMs));
+    return this.#counting(epochKey, vote, quarantineMs);
+  }
+
+  #counting(epochKey: string, vote: AcquireVote, quarantineMs: number): AcquireVote {
     // Past its quarantine: remember the epoch, so the script can skip reading the time next time.
-    if (vote.epoch?.settled) this.#epochs.settle(epochKey, vote.epoch.id, request.quarantineMs);
+    if (vote.epoch?.settled) this.#epochs.settle(epochKey, vote.epoch.id, quarantineMs);
     const why = this.notCounting;
     if (why === undefined) return vote;
     // A member that must not count answers quarantined for good, with the reason.

@@ -294,7 +294,8 @@ export class FakeRedis extends EventEmitter {
     const script = { lua: definition.lua, sha: sha1(definition.lua), numberOfKeys: definition.numberOfKeys };
     this.#scripts.set(name, script);
     this[name] = (...args: unknown[]) => {
-      const words = args.map(String);
+      // ioredis flattens a command's arguments one level: keys and arguments may come as arrays.
+      const words = args.flat().map(String);
       if (script.numberOfKeys !== undefined) words.unshift(String(script.numberOfKeys));
       return this.#issue({ name, args: words, script: { name, lua: script.lua, sha: script.sha } });
     };
