@@ -47,7 +47,10 @@ function standIn(port: number): object {
     off() {},
     once() {},
     duplicate: () => standIn(port),
-    info: () => Promise.resolve(`# Server\r\nredis_version:7.0.15\r\nrun_id:${RUN_ID.slice(0, 36)}${port}\r\n# Replication\r\nrole:master\r\nmaster_replid:${REPLID}\r\n`),
+    info: () =>
+      Promise.resolve(
+        `# Server\r\nredis_version:7.0.15\r\nrun_id:${RUN_ID.slice(0, 36)}${port}\r\n# Replication\r\nrole:master\r\nmaster_replid:${REPLID}\r\n`,
+      ),
     call: () => Promise.resolve('OK'),
     defineCommand(name: string) {
       const script = name.slice(0, name.lastIndexOf('_'));
@@ -101,7 +104,9 @@ const median = (samples: number[]) => [...samples].sort((a, b) => a - b)[samples
 console.log(`client CPU per acquire + release cycle, 5 stand-in members, ${values.turns} turns of ${cycles} cycles (median, min):`);
 const base = median(perCycle.get('this tree')!);
 for (const [name, samples] of perCycle)
-  console.log(`  ${name}: ${median(samples).toFixed(1)} µs, ${Math.min(...samples).toFixed(1)} µs${name === 'this tree' ? '' : ` (this tree ÷ it: ${(base / median(samples)).toFixed(2)}×)`}`);
+  console.log(
+    `  ${name}: ${median(samples).toFixed(1)} µs, ${Math.min(...samples).toFixed(1)} µs${name === 'this tree' ? '' : ` (this tree ÷ it: ${(base / median(samples)).toFixed(2)}×)`}`,
+  );
 
 if (values.allocations) {
   interface Allocation {
