@@ -121,7 +121,7 @@ export class Redlock {
    */
   constructor(clients: readonly MemberClient[], options: RedlockOptions = {}) {
     this.settings = Object.freeze(checkSettings(options));
-    this.#members = Object.freeze(checkMembers(clients).map((client) => new RedisMember(client, this.settings.logger)));
+    this.#members = Object.freeze(checkMembers(clients).map((client) => new RedisMember(client, this.settings.logger, this.settings.clock)));
     this.#context = Object.freeze({ members: this.#members, quorum: quorumOf(this.#members.length), settings: this.settings });
     internals.set(this, this.#context);
     this.#notifications = new Notifications(this.#members, this.settings.logger);

@@ -25,6 +25,12 @@ export interface Member {
    */
   readonly serverId?: string | undefined;
   /**
+   * When the member's server last showed that it works through our calls (a connection made
+   * ready, an epoch read answered: members/hearing.ts), on the Redlock's clock; undefined where
+   * that is not known (a Cluster, a test's member). A round counts silence from it (quorum/round.ts).
+   */
+  readonly heardAt?: number | undefined;
+  /**
    * Sets the lock keys of `resources` (all or none), or says why not. `open`: whether the round
    * that made the call still waits for it (a call refused for another epoch is sent again, bound
    * to the epoch found, only while it does: members/epochs.ts).

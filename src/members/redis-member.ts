@@ -44,6 +44,8 @@ import { watchServer, type ServerWatch } from './watch.js';
 import { epochBookOf, type EpochBook } from './epochs.js';
 import { codes, epochTooNewError, notMasterError } from '../errors.js';
 import { serverFacts } from '../store/server.js';
+import { systemClock, type Clock } from '../clock/index.js';
+import { hearingOf, type Hearing } from './hearing.js';
 
 /**
  * resourceKeys() for an array of resources, remembered for the last array asked: a round asks
@@ -129,8 +131,12 @@ export class RedisMember implements Member {
   readonly #logger: Logger;
   /** Per epoch hash, the epoch whose restart quarantine was logged: once per epoch, not per vote. */
   readonly #quarantineLogged = new Map<string, string>();
+  /** Signs of life of a one-socket member's server (hearing.ts), read on `#clock`; undefined on a Cluster. */
+  readonly #hearing: Hearing | undefined;
+  /** The Redlock's clock: its rounds compare heardAt with their own readings. */
+  readonly #clock: Clock;
 
-  constructor(client: MemberClient, logger: Logger) {
+  constructor(client: MemberClient, logger: Logger, clock: Clock = systemClock) {
     const connection = connectionOf(client);
     this.#client = connection;
     this.id = connection.id;
@@ -143,6 +149,14 @@ export class RedisMember implements Member {
     this.#binding = bindingOf({ client: connection, server: this.#server, member: this.id, logger, usable });
     const single = this.#topology.oneSocket ? this.#topology.everyEpochKey()[0] : undefined;
     this.#epochs = epochBookOf(connection, this.id, (epochKey) => this.#readEpoch(epochKey).then(({ id }) => id), single);
+    this.#clock = clock;
+    this.#hearing = this.#topology.oneSocket ? hearingOf(connection) : undefined;
+    this.#hearing?.listen(clock);
+  }
+
+  /** When this member's server last showed life on our connection (hearing.ts), on the Redlock's clock. */
+  get heardAt(): number | undefined {
+    return this.#hearing?.lastAt(this.#clock);
   }
 
   /**
@@ -356,9 +370,16 @@ export class RedisMember implements Member {
 
   /** The epoch of `epochKey` as the member has it now (epoch.lua): its id, and how long ago it began. */
   #readEpoch(epochKey: string): Promise<EpochReading> {
-    return this.#call<unknown>({ script: 'quorumlockEpoch', keys: [epochKey], args: [] }).then(decodeEpoch, (error: Error) => {
-      throw error.message?.startsWith('QUORUMLOCK_ROLE') ? notMasterError(this.id) : error;
-    });
+    return this.#call<unknown>({ script: 'quorumlockEpoch', keys: [epochKey], args: [] }).then(
+      (reply) => {
+        // Answered: the writes bound to this epoch go out now, behind it on the same socket.
+        this.#hearing?.heard();
+        return decodeEpoch(reply);
+      },
+      (error: Error) => {
+        throw error.message?.startsWith('QUORUMLOCK_ROLE') ? notMasterError(this.id) : error;
+      },
+    );
   }
 
   /**

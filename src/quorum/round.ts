@@ -25,6 +25,12 @@
  *   `limitMs`, a member that answered one of our calls sent before this round's less than
  *   `timeoutMs` ago is alive, and its deadline moves on, up to the limit. A member that answers
  *   nothing of ours for `timeoutMs` is timed out, busy or not.
+ * - A new connection's first calls: our call waits for the connection, then for the epoch read
+ *   its write is bound to, and only then is written. On a busy machine these round trips can take
+ *   longer than `timeoutMs` together while each answer comes in time. With `limitMs`, the member
+ *   becoming ready or answering that read is a sign of life too (Member.heardAt,
+ *   members/hearing.ts): its deadline moves on from there, up to the limit. A member down,
+ *   paused or cut off shows none, and times out `timeoutMs` after the sending tick, as before.
  */
 import { nextTick } from 'node:process';
 import type { Clock } from '../clock/index.js';
@@ -307,9 +313,16 @@ class Round<Answer extends string> {
     return this.#limitMs === undefined ? this.#writtenAt! + this.#spec.timeoutMs : this.#startedAt + this.#limitMs;
   }
 
-  /** When pending member `index` will have been silent for `timeoutMs`, as far as we know now. */
+  /**
+   * When pending member `index` will have been silent for `timeoutMs`, as far as we know now:
+   * from the sending tick, or with `limitMs` from its latest sign of life, an answer to one of
+   * our calls sent before this round's (progressAt) or one its member reports (heardAt: a
+   * connection made ready, an epoch read answered before our call is written).
+   */
   #silentAt(index: number): number {
-    const progress = this.#limitMs === undefined ? -Infinity : progressAt(paceOf(this.#spec.members[index]!), this.#calls[index]!);
+    if (this.#limitMs === undefined) return this.#writtenAt! + this.#spec.timeoutMs;
+    const member = this.#spec.members[index]!;
+    const progress = Math.max(progressAt(paceOf(member), this.#calls[index]!), member.heardAt ?? -Infinity);
     return Math.max(this.#writtenAt!, progress) + this.#spec.timeoutMs;
   }
 

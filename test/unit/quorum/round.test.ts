@@ -4,7 +4,9 @@
  * - a deadline fires before the replies that already arrived are read: they must still count;
  * - the tick that sends a round goes on (a busy caller): a member's time starts when it ends;
  * - a member works through a backlog of our own calls: while it keeps answering the ones ahead
- *   of ours it is alive, up to the round's limit, and a silent member is still timed out.
+ *   of ours it is alive, up to the round's limit, and a silent member is still timed out;
+ * - a new connection's first calls (connect, the epoch read our write waits for): a member that
+ *   reports a sign of life (heardAt) is alive from then on, up to the limit.
  *
  * Driving: `clock.advance()` fires due timers synchronously, as Node's timers phase does; what
  * the test does right after it, before yielding, stands for the poll phase that follows (replies
@@ -174,5 +176,84 @@ describe('a member working through a backlog of our calls is alive', () => {
     // Cut by the limit while still answering: not waited for, not timed out (no outage).
     expect(results.at(-1)!.votes.map((vote) => vote.vote)).toEqual(['pending', 'pending', 'timeout']);
     expect(clock.sleepers).toBe(0); // no round leaves a timer behind
+  });
+});
+
+describe("a new connection's first calls: a member's sign of life moves its deadline", () => {
+  /** Members whose heardAt the test sets, as a connection made ready or an epoch read answered would. */
+  function heardMembers(count: number) {
+    const heard: (number | undefined)[] = Array(count).fill(undefined);
+    const members = Array.from({ length: count }, (_, i) => ({
+      id: `fake-${i}`,
+      get heardAt() {
+        return heard[i];
+      },
+    })) as unknown as Member[];
+    return { members, heard };
+  }
+
+  it('waits for a member that showed life within timeoutMs of its deadline, up to the limit; not for a silent one, nor without a limit', async () => {
+    const run = async (limitMs: number | undefined) => {
+      const clock = new ManualClock(1_000);
+      const { members, heard } = heardMembers(3);
+      const { round, replies } = manualRound(clock, members, { timeoutMs: 50, limitMs });
+      await turn();
+      // Member 0 answers its epoch read at 40 ms, member 1 at 45 ms; our calls are written then,
+      // and answered 30 ms later: 70 and 75 ms after the sending tick, past a 50 ms timeout.
+      clock.advance(40);
+      heard[0] = clock.now();
+      clock.advance(5);
+      heard[1] = clock.now();
+      await turn();
+      clock.advance(5); // the first deadline, 50 ms after the sending tick
+      await turn();
+      clock.advance(20);
+      await turn();
+      replies[0]!.answer('locked');
+      clock.advance(5);
+      await turn();
+      replies[1]!.answer('locked');
+      return { result: await round, clock };
+    };
+    const withLimit = await run(1_000);
+    expect(withLimit.result.won).toBe(true);
+    expect(withLimit.result.elapsedMs).toBe(75);
+    // The silent member 2 timed out at its own deadline meanwhile (50 ms, no sign of life).
+    expect(withLimit.result.votes.map((vote) => vote.vote)).toEqual(['locked', 'locked', 'timeout']);
+    expect(withLimit.clock.sleepers).toBe(0);
+    // Without a limit (a release, say) the round ends timeoutMs after the sending tick.
+    const without = await run(undefined);
+    expect(without.result.won).toBe(false);
+    expect(without.result.elapsedMs).toBe(50);
+  });
+
+  it('a sign of life before the round, or a member that never shows one, moves nothing', async () => {
+    const clock = new ManualClock(1_000);
+    const { members, heard } = heardMembers(3);
+    heard[0] = clock.now() - 10; // ready before the round began
+    const { round } = manualRound(clock, members, { timeoutMs: 50, limitMs: 1_000 });
+    await runUntilIdle(clock);
+    const result = await round;
+    expect(result.won).toBe(false);
+    expect(result.elapsedMs).toBe(50);
+    expect(result.votes.map((vote) => vote.vote)).toEqual(['timeout', 'timeout', 'timeout']);
+  });
+
+  it('a member that keeps showing life but never answers is cut at the limit, reported not waited for', async () => {
+    const clock = new ManualClock(1_000);
+    const { members, heard } = heardMembers(3);
+    const { round } = manualRound(clock, members, { timeoutMs: 50, limitMs: 200 });
+    await turn();
+    // Members 0 and 1 show life every 40 ms (a flapping connection, say); member 2 never does.
+    for (let at = 40; at <= 200; at += 40) {
+      clock.advance(40);
+      heard[0] = heard[1] = clock.now();
+      await turn();
+    }
+    await runUntilIdle(clock);
+    const result = await round;
+    expect(result.won).toBe(false);
+    expect(result.elapsedMs).toBe(200);
+    expect(result.votes.map((vote) => vote.vote)).toEqual(['pending', 'pending', 'timeout']);
   });
 });

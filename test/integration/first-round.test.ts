@@ -1,0 +1,84 @@
+/**
+ * A new Redlock's first round (quorum/round.ts, members/hearing.ts), on five real masters, three of
+ * them behind TCP proxies that add latency to every chunk, each way. The first call on a member
+ * waits for the epoch read its write is bound to, and only then is written: two round trips,
+ * longer than nodeTimeout together, each shorter. Such a member is slow, not down, and must not be
+ * timed out; one that answers nothing still is, at nodeTimeout.
+ */
+import Redis from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redlock } from '../../src/index.js';
+import { TcpProxy } from '../chaos/proxy.js';
+import { startTestMasters, type TestMasters } from './masters.js';
+import { errorOf, fresh } from './util.js';
+
+let servers: TestMasters;
+let proxies: TcpProxy[];
+
+beforeAll(async () => {
+  servers = await startTestMasters(5);
+  proxies = await Promise.all([0, 1, 2].map((i) => TcpProxy.start(servers.masters[i]!)));
+});
+afterEach(async () => {
+  for (const proxy of proxies) proxy.latencyMs = 0;
+  await servers.resumeAll();
+});
+afterAll(async () => {
+  await Promise.all(proxies?.map((proxy) => proxy.close()) ?? []);
+  await servers?.close();
+});
+
+/** New clients, connected: masters 0-2 through the proxies, 3 and 4 directly. */
+async function newClients(): Promise<Redis[]> {
+  const clients = [
+    ...proxies.map((proxy) => new Redis({ host: '127.0.0.1', port: proxy.port })),
+    ...servers.masters.slice(3).map((master) => new Redis({ host: master.host, port: master.port })),
+  ];
+  for (const client of clients) client.on('error', () => {});
+  await Promise.all(clients.map((client) => client.ping()));
+  return clients;
+}
+
+// A round trip through a proxy takes 2 × 55 ms: within nodeTimeout (200 ms), while the epoch
+// read and the acquire behind it take 220 ms. Wide margins on both sides for a busy machine.
+const LATENCY_MS = 55;
+const NODE_TIMEOUT_MS = 200;
+
+describe("a new Redlock's first round", () => {
+  it('waits for members whose epoch read and acquire together outlast nodeTimeout, each answer in time', async () => {
+    const clients = await newClients();
+    try {
+      for (const proxy of proxies) proxy.latencyMs = LATENCY_MS;
+      const redlock = new Redlock(clients, { nodeTimeout: NODE_TIMEOUT_MS, retryCount: 0 });
+      // At once, as a one-off job does: its members' epochs are being read (since the Redlock was made).
+      const lock = await redlock.tryAcquire(fresh('first-round'), 10_000);
+      expect(lock).not.toBeNull();
+      // Every member counted, the slow ones too: none was timed out.
+      expect(lock!.votes.filter((vote) => vote.vote === 'locked').length).toBeGreaterThanOrEqual(3);
+      expect(lock!.votes.filter((vote) => vote.vote === 'timeout')).toEqual([]);
+      await lock!.release();
+      await redlock.quit();
+    } finally {
+      for (const client of clients) client.disconnect();
+    }
+  });
+
+  it('times out members that show no sign of life at nodeTimeout, not at the attempt budget', async () => {
+    const clients = await newClients();
+    try {
+      await Promise.all(servers.masters.slice(0, 3).map((master) => master.pause()));
+      const redlock = new Redlock(clients, { nodeTimeout: NODE_TIMEOUT_MS, retryCount: 0 });
+      const error = await errorOf(redlock.acquire(fresh('first-round-paused'), 10_000));
+      // One attempt may take nodeTimeout + max(nodeTimeout, retryDelay + jitter) = 500 ms; the
+      // paused members are timed out at 200 ms: the attempt fails then, well short of the budget.
+      expect(error.outcome).toBe('unavailable');
+      expect(error.attempts).toHaveLength(1);
+      expect(error.attempts[0]!.votes.slice(0, 3).map((vote) => vote.vote)).toEqual(['timeout', 'timeout', 'timeout']);
+      expect(error.attempts[0]!.elapsedMs).toBeLessThan(NODE_TIMEOUT_MS + 150);
+      await servers.resumeAll();
+      await redlock.quit();
+    } finally {
+      for (const client of clients) client.disconnect();
+    }
+  });
+});
