@@ -1,5 +1,5 @@
 /**
- * npx tsx bench/client-cost.ts [--other <checkout> ...] [--cycles 20000] [--turns 10] [--allocations]
+ * npm run bench:client -- [--other <checkout> ...] [--cycles 20000] [--turns 10] [--allocations]
  *
  * quorumlock's own client work per acquire + release cycle, with no server and no client library
  * under it: five stand-in members that answer every script call at once, with the replies
