@@ -50,8 +50,9 @@ export class SimConnection {
     // The command is the script's name with a digest of its text (src/store/scripts.ts, commandNames).
     const name = Object.entries(commandNames).find(([, defined]) => defined === command)?.[0] ?? command;
     const script = { lua, sha: sha1(lua) };
-    this[command] = (keyCount: number | string, ...rest: (string | number)[]) => {
-      const words = rest.map(String);
+    // ioredis flattens a command's arguments one level: keys and arguments come as two arrays.
+    this[command] = (keyCount: number | string, ...rest: (string | number | readonly string[])[]) => {
+      const words = rest.flat().map(String);
       return this.#send(name, script, words.slice(0, Number(keyCount)), words.slice(Number(keyCount)));
     };
   }

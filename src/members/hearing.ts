@@ -1,16 +1,18 @@
 /**
- * When a member's server last showed that it works through our calls: its connection became
- * ready, or it answered an epoch read. A new Redlock's first call on a member waits for both (the
- * connection, then the epoch its write is bound to: epochs.ts) before the call itself is written,
- * and on a busy machine those round trips can take longer than nodeTimeout together while each
- * answer comes in time. The round counts a member's silence from its latest sign of life
- * (quorum/round.ts, #silentAt), so such a member is not timed out; one that shows none (down,
- * paused, a link cut) is, as before.
+ * When a member's server last answered a call of ours that a new connection makes before our
+ * writes: the INFO of its server watch (watch.ts, at every connect) or an epoch read (epochs.ts).
+ * A new Redlock's first call on a member waits for the connection, then for the epoch its write is
+ * bound to, before the call itself is written; on a busy machine or a slow link those round trips
+ * can take longer than nodeTimeout together while each answer comes in time. The round counts a
+ * member's silence from its latest sign of life (quorum/round.ts, #silentAt), so such a member is
+ * not timed out; one that answers nothing (down, paused, a link cut) is, as before.
  *
- * Only for a member whose calls share one socket, in order (a server, not a Cluster): there a
- * sign of life while our call is pending comes from a call written before ours, or from the
- * connection our call is written on. One per client, shared by every Redlock on it; each
- * Redlock reads it on its own clock.
+ * Only answers count, never a connection's 'ready' alone: with some client settings (no ready
+ * check, nothing to say at connect) a library fires it without hearing from the server, and a
+ * front end that accepts connections and closes them (a proxy whose server is gone) would make
+ * one on every reconnect. Only for a member whose calls share one socket, in order (a server, not
+ * a Cluster): there an answer while our call is pending comes from a call written before ours.
+ * One per client, shared by every Redlock on it; each Redlock reads it on its own clock.
  */
 import type { Connection } from '../clients/index.js';
 import type { Clock } from '../clock/index.js';
@@ -39,10 +41,6 @@ const hearings = new WeakMap<object, Hearing>();
 
 export function hearingOf(client: Connection): Hearing {
   let hearing = hearings.get(client);
-  if (hearing === undefined) {
-    const made = new Hearing();
-    hearings.set(client, (hearing = made));
-    client.on('ready', () => made.heard());
-  }
+  if (hearing === undefined) hearings.set(client, (hearing = new Hearing()));
   return hearing;
 }

@@ -144,14 +144,14 @@ export class RedisMember implements Member {
     this.keyPrefix = connection.keyPrefix;
     this.#topology = connection.isCluster ? clusterTopology(connection) : serverTopology(connection);
     this.#logger = logger;
-    this.#server = watchServer(connection, logger, this.#topology.readFacts);
+    this.#hearing = this.#topology.oneSocket ? hearingOf(connection) : undefined;
+    this.#hearing?.listen(clock);
+    this.#clock = clock;
+    this.#server = watchServer(connection, logger, this.#topology.readFacts, this.#hearing);
     const usable = this.#topology.oneSocket && this.#topology.readFacts !== undefined;
     this.#binding = bindingOf({ client: connection, server: this.#server, member: this.id, logger, usable });
     const single = this.#topology.oneSocket ? this.#topology.everyEpochKey()[0] : undefined;
     this.#epochs = epochBookOf(connection, this.id, (epochKey) => this.#readEpoch(epochKey).then(({ id }) => id), single);
-    this.#clock = clock;
-    this.#hearing = this.#topology.oneSocket ? hearingOf(connection) : undefined;
-    this.#hearing?.listen(clock);
   }
 
   /** When this member's server last showed life on our connection (hearing.ts), on the Redlock's clock. */

@@ -9,6 +9,7 @@ import type { Connection } from '../clients/index.js';
 import { setBackgroundTimer, systemClock } from '../clock/index.js';
 import type { Logger } from '../diagnostics.js';
 import { serverIdentity, whyNotCounting, type ServerFacts } from '../store/server.js';
+import type { Hearing } from './hearing.js';
 
 /** What the server said about itself at its last (re)connect or refresh; undefined until then. */
 export interface ServerWatch {
@@ -53,9 +54,14 @@ const FAILED_READING_RETRY_MS = 500;
  * INFO at connect, at every reconnect and every SERVER_REFRESH_MS: the role, the run id (which
  * identifies a server however it is addressed, for the duplicate check) and the eviction policy.
  * `readFacts` reads them (serverTopology in members/redis-member.ts, members/cluster.ts); undefined when the client
- * cannot (then it is taken as a plain master).
+ * cannot (then it is taken as a plain master). Each answer is a sign of life for `hearing`, if given.
  */
-export function watchServer(client: Connection, logger: Logger, readFacts: (() => Promise<ServerFacts>) | undefined): ServerWatch {
+export function watchServer(
+  client: Connection,
+  logger: Logger,
+  readFacts: (() => Promise<ServerFacts>) | undefined,
+  hearing?: Hearing | undefined,
+): ServerWatch {
   const known = watches.get(client);
   if (known) return known;
   let settleFirst!: () => void;
@@ -79,6 +85,8 @@ export function watchServer(client: Connection, logger: Logger, readFacts: (() =
     readFacts()
       .then(
         (facts) => {
+          // An answer on the connection our calls are written on: a sign of life (hearing.ts).
+          hearing?.heard();
           const why = whyNotCounting(facts);
           if (why !== undefined && why !== watch.why) logger.warn({ member: client.id, why }, 'member will not count toward quorum');
           watch.facts = facts;

@@ -6,6 +6,7 @@
  * timed out; one that answers nothing still is, at nodeTimeout.
  */
 import Redis from 'ioredis';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { TcpProxy } from '../chaos/proxy.js';
@@ -79,6 +80,42 @@ describe("a new Redlock's first round", () => {
       await redlock.quit();
     } finally {
       for (const client of clients) client.disconnect();
+    }
+  });
+
+  it("does not take a connection's 'ready' for an answer: fronts that accept and close, with a client that asks nothing at connect, still time out at nodeTimeout", async () => {
+    // A proxy or TLS terminator whose server is gone: it accepts each connection and closes it.
+    // Without a ready check or a handshake, ioredis fires 'ready' on every reconnect without
+    // hearing from any server, and re-sends our unanswered call each time.
+    const fronts = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<Server>((resolve) => {
+            const front = createServer((socket) => setTimeout(() => socket.destroy(), 5));
+            front.listen(0, '127.0.0.1', () => resolve(front));
+          }),
+      ),
+    );
+    const options = { enableReadyCheck: false, disableClientInfo: true, protocol: 2, retryStrategy: () => 10, maxRetriesPerRequest: null } as const;
+    const clients = [
+      ...fronts.map((front) => new Redis({ host: '127.0.0.1', port: (front.address() as AddressInfo).port, ...options })),
+      ...servers.masters.slice(3).map((master) => new Redis({ host: master.host, port: master.port, ...options })),
+    ];
+    for (const client of clients) client.on('error', () => {});
+    try {
+      await Promise.all(clients.slice(3).map((client) => client.ping()));
+      let readies = 0;
+      clients[0]!.on('ready', () => readies++);
+      const redlock = new Redlock(clients, { nodeTimeout: NODE_TIMEOUT_MS, retryCount: 0 });
+      const error = await errorOf(redlock.acquire(fresh('first-round-fronts'), 10_000));
+      // The premise: 'ready' came, again and again, with no server behind it.
+      expect(readies).toBeGreaterThan(1);
+      expect(error.attempts[0]!.votes.slice(0, 3).map((vote) => vote.vote)).toEqual(['timeout', 'timeout', 'timeout']);
+      expect(error.attempts[0]!.elapsedMs).toBeLessThan(NODE_TIMEOUT_MS + 150);
+      await redlock.quit();
+    } finally {
+      for (const client of clients) client.disconnect();
+      for (const front of fronts) front.close();
     }
   });
 });

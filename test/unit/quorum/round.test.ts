@@ -180,7 +180,7 @@ describe('a member working through a backlog of our calls is alive', () => {
 });
 
 describe("a new connection's first calls: a member's sign of life moves its deadline", () => {
-  /** Members whose heardAt the test sets, as a connection made ready or an epoch read answered would. */
+  /** Members whose heardAt the test sets, as an answered INFO or epoch read would. */
   function heardMembers(count: number) {
     const heard: (number | undefined)[] = Array(count).fill(undefined);
     const members = Array.from({ length: count }, (_, i) => ({
@@ -230,7 +230,7 @@ describe("a new connection's first calls: a member's sign of life moves its dead
   it('a sign of life before the round, or a member that never shows one, moves nothing', async () => {
     const clock = new ManualClock(1_000);
     const { members, heard } = heardMembers(3);
-    heard[0] = clock.now() - 10; // ready before the round began
+    heard[0] = clock.now() - 10; // an answer before the round began
     const { round } = manualRound(clock, members, { timeoutMs: 50, limitMs: 1_000 });
     await runUntilIdle(clock);
     const result = await round;
@@ -244,7 +244,7 @@ describe("a new connection's first calls: a member's sign of life moves its dead
     const { members, heard } = heardMembers(3);
     const { round } = manualRound(clock, members, { timeoutMs: 50, limitMs: 200 });
     await turn();
-    // Members 0 and 1 show life every 40 ms (a flapping connection, say); member 2 never does.
+    // Members 0 and 1 answer something every 40 ms (a backlog of reads ahead of ours, say); member 2 never does.
     for (let at = 40; at <= 200; at += 40) {
       clock.advance(40);
       heard[0] = heard[1] = clock.now();
