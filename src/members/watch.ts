@@ -50,6 +50,18 @@ const SERVER_REFRESH_MS = 10_000;
 /** How soon a first reading that failed is tried again. */
 const FAILED_READING_RETRY_MS = 500;
 
+/** A reading's facts, and what follows from them, set on `watch`; its listeners told. */
+function record(watch: ServerWatch, facts: ServerFacts, member: string, logger: Logger): void {
+  const why = whyNotCounting(facts);
+  if (why !== undefined && why !== watch.why) logger.warn({ member, why }, 'member will not count toward quorum');
+  watch.facts = facts;
+  watch.why = why;
+  watch.identity = serverIdentity(facts);
+  watch.stale = false;
+  watch.runId = facts.runId;
+  for (const listener of watch.listeners) listener();
+}
+
 /**
  * INFO at connect, at every reconnect and every SERVER_REFRESH_MS: the role, the run id (which
  * identifies a server however it is addressed, for the duplicate check) and the eviction policy.
@@ -87,14 +99,7 @@ export function watchServer(
         (facts) => {
           // An answer on the connection our calls are written on: a sign of life (hearing.ts).
           hearing?.heard();
-          const why = whyNotCounting(facts);
-          if (why !== undefined && why !== watch.why) logger.warn({ member: client.id, why }, 'member will not count toward quorum');
-          watch.facts = facts;
-          watch.why = why;
-          watch.identity = serverIdentity(facts);
-          watch.stale = false;
-          watch.runId = facts.runId;
-          for (const listener of watch.listeners) listener();
+          record(watch, facts, client.id, logger);
         },
         (error: Error) => {
           logger.warn({ member: client.id, error: error.message }, 'could not read the member INFO (ACL: allow +info)');
