@@ -44,7 +44,7 @@ import { watchServer, type ServerWatch } from './watch.js';
 import { epochBookOf, type EpochBook } from './epochs.js';
 import { codes, epochTooNewError, notMasterError } from '../errors.js';
 import { serverFacts } from '../store/server.js';
-import { systemClock, type Clock } from '../clock/index.js';
+import type { Clock } from '../clock/index.js';
 import { hearingOf, type Hearing } from './hearing.js';
 
 /**
@@ -136,7 +136,7 @@ export class RedisMember implements Member {
   /** The Redlock's clock: its rounds compare heardAt with their own readings. */
   readonly #clock: Clock;
 
-  constructor(client: MemberClient, logger: Logger, clock: Clock = systemClock) {
+  constructor(client: MemberClient, logger: Logger, clock: Clock) {
     const connection = connectionOf(client);
     this.#client = connection;
     this.id = connection.id;
