@@ -43,6 +43,13 @@ export interface Connection {
    * answer (every write is bound to its epoch); bound script copies need it false or a way around.
    */
   readonly resends: boolean;
+  /**
+   * Whether 'ready' means the server answered on the new connection: the library fires it only
+   * after a reply of its own (ioredis' ready check, an INFO, unless enableReadyCheck is false).
+   * Then a round may take it as a sign of life (members/hearing.ts). false where the library may
+   * fire it with nothing heard, or where that is not known.
+   */
+  readonly readyIsAnswer: boolean;
   on(event: ConnectionEvent, listener: () => void): void;
   off(event: ConnectionEvent, listener: () => void): void;
   /**

@@ -113,6 +113,7 @@ export function glideConnection(user: GlideLike): Connection {
     // GLIDE reconnects inside its core and tells nobody: nothing to count.
     everRetried: false,
     resends: false,
+    readyIsAnswer: false,
     // Only 'end', and only when the client is closed: GLIDE has no 'ready' or 'close' to listen to.
     on: (event, listener) => events.on(event, listener),
     off: (event, listener) => events.off(event, listener),

@@ -49,6 +49,7 @@ interface Client {
     enableAutoPipelining?: boolean;
     autoPipeliningIgnoredCommands?: string[];
     autoResendUnfulfilledCommands?: boolean;
+    enableReadyCheck?: boolean;
     reconnectOnError?: unknown;
     retryStrategy?: ((times: number) => number | void | null) | null;
   };
@@ -147,6 +148,8 @@ export function ioredisConnection(user: IoredisLike): Connection {
       return (client.retryAttempts ?? 0) > 0;
     },
     resends: client.options.autoResendUnfulfilledCommands !== false,
+    // Without its ready check, ioredis may fire 'ready' having heard nothing (no handshake to wait for).
+    readyIsAnswer: client.options.enableReadyCheck !== false,
     on: (event: ConnectionEvent, listener: () => void) => void client.on(event, listener),
     off: (event: ConnectionEvent, listener: () => void) => void client.off(event, listener),
     script(name, keys, args) {

@@ -292,6 +292,8 @@ export function nodeRedisConnection(user: NodeRedisLike | NodeRedisClusterLike):
     },
     // node-redis rejects a written, unanswered command when its socket closes.
     resends: false,
+    // Its handshake (HELLO, CLIENT SETINFO) may be empty (RESP2, disableClientInfo, no auth): not known here.
+    readyIsAnswer: false,
     on: (event: ConnectionEvent, listener: () => void) => void watched.events.on(event, listener),
     off: (event: ConnectionEvent, listener: () => void) => void watched.events.off(event, listener),
     script: (name, keys, args) => runner.run(name, keys, args),
@@ -465,6 +467,8 @@ function clusterConnection(cluster: Cluster): Connection {
     // node-redis rejects a written, unanswered command when its socket closes; it sends a command
     // again only after MOVED or ASK (it did not run).
     resends: false,
+    // Its handshake (HELLO, CLIENT SETINFO) may be empty (RESP2, disableClientInfo, no auth): not known here.
+    readyIsAnswer: false,
     on: (event: ConnectionEvent, listener: () => void) => void watched.events.on(event, listener),
     off: (event: ConnectionEvent, listener: () => void) => void watched.events.off(event, listener),
     script: (name, keys, args) => runner.run(name, keys, args),

@@ -1,17 +1,19 @@
 /**
- * When a member's server last answered a call of ours that a new connection makes before our
- * writes: the INFO of its server watch (watch.ts, at every connect) or an epoch read (epochs.ts).
- * A new Redlock's first call on a member waits for the connection, then for the epoch its write is
- * bound to, before the call itself is written; on a busy machine or a slow link those round trips
- * can take longer than nodeTimeout together while each answer comes in time. The round counts a
- * member's silence from its latest sign of life (quorum/round.ts, #silentAt), so such a member is
- * not timed out; one that answers nothing (down, paused, a link cut) is, as before.
+ * When a member's server last answered on the connection our calls are written on: the
+ * library's ready check at a (re)connect, the INFO of its server watch (watch.ts) or an epoch read
+ * (epochs.ts). A new Redlock's first call on a member waits for the connection, then for the
+ * epoch its write is bound to, before the call itself is written; on a busy machine or a slow
+ * link those round trips can take longer than nodeTimeout together while each answer comes in
+ * time. The round counts a member's silence from its latest sign of life (quorum/round.ts,
+ * #silentAt), so such a member is not timed out; one that answers nothing (down, paused, a link
+ * cut) is, as before.
  *
- * Only answers count, never a connection's 'ready' alone: with some client settings (no ready
- * check, nothing to say at connect) a library fires it without hearing from the server, and a
- * front end that accepts connections and closes them (a proxy whose server is gone) would make
- * one on every reconnect. Only for a member whose calls share one socket, in order (a server, not
- * a Cluster): there an answer while our call is pending comes from a call written before ours.
+ * Only answers count. 'ready' counts only where the library fires it after a reply of the server
+ * (Connection.readyIsAnswer: ioredis with its ready check on, the default): without one, ioredis
+ * fires it having heard nothing, and a front end that accepts connections and closes them (a
+ * proxy whose server is gone) would make one on every reconnect. Only for a member whose calls
+ * share one socket, in order (a server, not a Cluster): there an answer while our call is pending
+ * comes from a call written before ours, or from the connection our call is written on.
  * One per client, shared by every Redlock on it; each Redlock reads it on its own clock.
  */
 import type { Connection } from '../clients/index.js';
@@ -41,6 +43,10 @@ const hearings = new WeakMap<object, Hearing>();
 
 export function hearingOf(client: Connection): Hearing {
   let hearing = hearings.get(client);
-  if (hearing === undefined) hearings.set(client, (hearing = new Hearing()));
+  if (hearing === undefined) {
+    const made = new Hearing();
+    hearings.set(client, (hearing = made));
+    if (client.readyIsAnswer) client.on('ready', () => made.heard());
+  }
   return hearing;
 }

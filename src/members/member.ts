@@ -25,8 +25,8 @@ export interface Member {
    */
   readonly serverId?: string | undefined;
   /**
-   * When the member's server last showed that it works through our calls (it answered the INFO
-   * a new connection reads or an epoch read: members/hearing.ts), on the Redlock's clock; undefined where
+   * When the member's server last showed that it works through our calls (it answered a new
+   * connection's ready check, INFO or epoch read: members/hearing.ts), on the Redlock's clock; undefined where
    * that is not known (a Cluster, a test's member). A round counts silence from it (quorum/round.ts).
    */
   readonly heardAt?: number | undefined;

@@ -28,7 +28,7 @@
  * - A new connection's first calls: our call waits for the connection, then for the epoch read
  *   its write is bound to, and only then is written. On a busy machine these round trips can take
  *   longer than `timeoutMs` together while each answer comes in time. With `limitMs`, the member
- *   answering the connection's INFO or that read is a sign of life too (Member.heardAt,
+ *   answering the connection's ready check, INFO or that read is a sign of life too (Member.heardAt,
  *   members/hearing.ts): its deadline moves on from there, up to the limit. A member down,
  *   paused or cut off answers nothing, and times out `timeoutMs` after the sending tick, as before.
  */
@@ -317,7 +317,7 @@ class Round<Answer extends string> {
    * When pending member `index` will have been silent for `timeoutMs`, as far as we know now:
    * from the sending tick, or with `limitMs` from its latest sign of life, an answer to one of
    * our calls sent before this round's (progressAt) or one its member reports (heardAt: a
-   * connection's INFO or an epoch read answered before our call is written).
+   * connection's ready check, INFO or epoch read answered before our call is written).
    */
   #silentAt(index: number): number {
     if (this.#limitMs === undefined) return this.#writtenAt! + this.#spec.timeoutMs;

@@ -1,9 +1,9 @@
 /**
  * A new Redlock's first round (quorum/round.ts, members/hearing.ts), on five real masters, three of
  * them behind TCP proxies that add latency to every chunk, each way. The first call on a member
- * waits for the epoch read its write is bound to, and only then is written: two round trips,
- * longer than nodeTimeout together, each shorter. Such a member is slow, not down, and must not be
- * timed out; one that answers nothing still is, at nodeTimeout.
+ * waits for the connection (on fresh clients) and for the epoch read its write is bound to, and
+ * only then is written: round trips longer than nodeTimeout together, each shorter. Such a member
+ * is slow, not down, and must not be timed out; one that answers nothing still is, at nodeTimeout.
  */
 import Redis from 'ioredis';
 import { createServer, type AddressInfo, type Server } from 'node:net';
@@ -64,6 +64,33 @@ describe("a new Redlock's first round", () => {
     }
   });
 
+  it("waits for fresh clients still connecting: the connection's ready check, the epoch read and the acquire outlast nodeTimeout together", async () => {
+    // A one-off job: clients made and the lock taken at once. Through the proxies (80 ms each way)
+    // ioredis' handshake and ready check take about 2.2 round trips (~350 ms), the epoch read one
+    // more (~510 ms), the acquire one more (~670 ms). Each answer comes within 430 ms of the one
+    // before, and the whole within the attempt's budget (430 + max(430, 300) ms): only the ready
+    // check counted as a sign of life lets the proxied members count (the epoch read's answer
+    // alone comes after their first deadline).
+    const latencyMs = 80;
+    const nodeTimeout = 430;
+    for (const proxy of proxies) proxy.latencyMs = latencyMs;
+    const clients = [
+      ...proxies.map((proxy) => new Redis({ host: '127.0.0.1', port: proxy.port })),
+      ...servers.masters.slice(3).map((master) => new Redis({ host: master.host, port: master.port })),
+    ];
+    for (const client of clients) client.on('error', () => {});
+    try {
+      const redlock = new Redlock(clients, { nodeTimeout, retryCount: 0 });
+      const lock = await redlock.tryAcquire(fresh('first-round-fresh'), 10_000);
+      expect(lock).not.toBeNull();
+      expect(lock!.votes.filter((vote) => vote.vote === 'timeout')).toEqual([]);
+      await lock!.release();
+      await redlock.quit();
+    } finally {
+      for (const client of clients) client.disconnect();
+    }
+  });
+
   it('times out members that show no sign of life at nodeTimeout, not at the attempt budget', async () => {
     const clients = await newClients();
     try {
@@ -83,7 +110,7 @@ describe("a new Redlock's first round", () => {
     }
   });
 
-  it("does not take a connection's 'ready' for an answer: fronts that accept and close, with a client that asks nothing at connect, still time out at nodeTimeout", async () => {
+  it("does not take 'ready' without a ready check for an answer: fronts that accept and close, with a client that asks nothing at connect, still time out at nodeTimeout", async () => {
     // A proxy or TLS terminator whose server is gone: it accepts each connection and closes it.
     // Without a ready check or a handshake, ioredis fires 'ready' on every reconnect without
     // hearing from any server, and re-sends our unanswered call each time.
