@@ -29,15 +29,38 @@ afterAll(async () => {
   await servers?.close();
 });
 
-/** New clients, connected: masters 0-2 through the proxies, 3 and 4 directly. */
-async function newClients(): Promise<Redis[]> {
+/** New clients: masters 0-2 through the proxies, 3 and 4 directly. */
+function freshClients(): Redis[] {
   const clients = [
     ...proxies.map((proxy) => new Redis({ host: '127.0.0.1', port: proxy.port })),
     ...servers.masters.slice(3).map((master) => new Redis({ host: master.host, port: master.port })),
   ];
   for (const client of clients) client.on('error', () => {});
+  return clients;
+}
+
+/** freshClients(), connected. */
+async function newClients(): Promise<Redis[]> {
+  const clients = freshClients();
   await Promise.all(clients.map((client) => client.ping()));
   return clients;
+}
+
+/**
+ * A new Redlock on `clients` takes a lock at once (tryAcquire), every member counted: the slow
+ * ones too, none timed out. Closes the clients.
+ */
+async function winsAtOnce(clients: Redis[], nodeTimeout: number, resource: string): Promise<void> {
+  try {
+    const redlock = new Redlock(clients, { nodeTimeout, retryCount: 0 });
+    const lock = await redlock.tryAcquire(resource, 10_000);
+    expect(lock).not.toBeNull();
+    expect(lock!.votes.filter((vote) => vote.vote === 'timeout')).toEqual([]);
+    await lock!.release();
+    await redlock.quit();
+  } finally {
+    for (const client of clients) client.disconnect();
+  }
 }
 
 // A round trip through a proxy takes 2 × 55 ms: within nodeTimeout (200 ms), while the epoch
@@ -48,20 +71,9 @@ const NODE_TIMEOUT_MS = 200;
 describe("a new Redlock's first round", () => {
   it('waits for members whose epoch read and acquire together outlast nodeTimeout, each answer in time', async () => {
     const clients = await newClients();
-    try {
-      for (const proxy of proxies) proxy.latencyMs = LATENCY_MS;
-      const redlock = new Redlock(clients, { nodeTimeout: NODE_TIMEOUT_MS, retryCount: 0 });
-      // At once, as a one-off job does: its members' epochs are being read (since the Redlock was made).
-      const lock = await redlock.tryAcquire(fresh('first-round'), 10_000);
-      expect(lock).not.toBeNull();
-      // Every member counted, the slow ones too: none was timed out.
-      expect(lock!.votes.filter((vote) => vote.vote === 'locked').length).toBeGreaterThanOrEqual(3);
-      expect(lock!.votes.filter((vote) => vote.vote === 'timeout')).toEqual([]);
-      await lock!.release();
-      await redlock.quit();
-    } finally {
-      for (const client of clients) client.disconnect();
-    }
+    for (const proxy of proxies) proxy.latencyMs = LATENCY_MS;
+    // At once, as a one-off job does: its members' epochs are being read (since the Redlock was made).
+    await winsAtOnce(clients, NODE_TIMEOUT_MS, fresh('first-round'));
   });
 
   it("waits for fresh clients still connecting: the connection's ready check, the epoch read and the acquire outlast nodeTimeout together", async () => {
@@ -71,24 +83,8 @@ describe("a new Redlock's first round", () => {
     // before, and the whole within the attempt's budget (430 + max(430, 300) ms): only the ready
     // check counted as a sign of life lets the proxied members count (the epoch read's answer
     // alone comes after their first deadline).
-    const latencyMs = 80;
-    const nodeTimeout = 430;
-    for (const proxy of proxies) proxy.latencyMs = latencyMs;
-    const clients = [
-      ...proxies.map((proxy) => new Redis({ host: '127.0.0.1', port: proxy.port })),
-      ...servers.masters.slice(3).map((master) => new Redis({ host: master.host, port: master.port })),
-    ];
-    for (const client of clients) client.on('error', () => {});
-    try {
-      const redlock = new Redlock(clients, { nodeTimeout, retryCount: 0 });
-      const lock = await redlock.tryAcquire(fresh('first-round-fresh'), 10_000);
-      expect(lock).not.toBeNull();
-      expect(lock!.votes.filter((vote) => vote.vote === 'timeout')).toEqual([]);
-      await lock!.release();
-      await redlock.quit();
-    } finally {
-      for (const client of clients) client.disconnect();
-    }
+    for (const proxy of proxies) proxy.latencyMs = 80;
+    await winsAtOnce(freshClients(), 430, fresh('first-round-fresh'));
   });
 
   it('times out members that show no sign of life at nodeTimeout, not at the attempt budget', async () => {
