@@ -14,11 +14,10 @@
  * this tree allocates per cycle, by site (V8's sampling heap profiler, collected objects included).
  */
 import { Session } from 'node:inspector/promises';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as current from '../src/index.js';
 import { acquireReply } from '../src/store/protocol.js';
+import { checkouts, median } from './lib.js';
 
 const { values } = parseArgs({
   options: {
@@ -75,9 +74,7 @@ function standIn(port: number): object {
   return client;
 }
 
-const others = await Promise.all(
-  values.other.map(async (path) => ({ name: path, lib: (await import(pathToFileURL(resolve(path, 'src/index.ts')).href)) as typeof current })),
-);
+const others = await checkouts(values.other);
 const versions = [{ name: 'this tree', lib: current }, ...others].map((version) => ({
   name: version.name,
   redlock: new version.lib.Redlock([1, 2, 3, 4, 5].map((i) => standIn(7000 + i)) as never, { retryCount: 0 }),
@@ -100,7 +97,6 @@ for (let turn = 0; turn < Number(values.turns); turn++)
     const used = process.cpuUsage(before);
     perCycle.get(name)!.push((used.user + used.system) / cycles);
   }
-const median = (samples: number[]) => [...samples].sort((a, b) => a - b)[samples.length >> 1]!;
 console.log(`client CPU per acquire + release cycle, 5 stand-in members, ${values.turns} turns of ${cycles} cycles (median, min):`);
 const base = median(perCycle.get('this tree')!);
 for (const [name, samples] of perCycle)

@@ -3,7 +3,9 @@
  * paused member), connection sets with error listeners, and forced GC for memory samples.
  */
 import Redis from 'ioredis';
+import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -25,6 +27,13 @@ export const median = (xs: readonly number[]): number => {
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
+
+/** Other checkouts of quorumlock (each with node_modules linked in), loaded from their sources, each named by its path. */
+export function checkouts(paths: readonly string[]): Promise<{ name: string; lib: typeof import('../src/index.js') }[]> {
+  return Promise.all(
+    paths.map(async (path) => ({ name: path, lib: (await import(pathToFileURL(resolve(path, 'src/index.ts')).href)) as typeof import('../src/index.js') })),
+  );
+}
 
 export const max = (xs: readonly number[]): number => (xs.length === 0 ? NaN : xs.reduce((a, b) => Math.max(a, b), -Infinity));
 

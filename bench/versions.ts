@@ -10,22 +10,17 @@
  * distinct resources; each version in turn, five turns, the median), to price a change.
  */
 import Redis from 'ioredis';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
 import * as current from '../src/index.js';
+import { checkouts, quantile } from './lib.js';
 
 const { values } = parseArgs({
   options: { other: { type: 'string', multiple: true }, cycles: { type: 'string', default: '3000' }, levels: { type: 'string', default: '16,128' } },
 });
 if (!values.other?.length) throw new Error('usage: npm run bench:versions -- --other <path of another checkout> ...');
-const others = await Promise.all(
-  values.other.map(async (path) => ({ name: path, lib: (await import(pathToFileURL(resolve(path, 'src/index.ts')).href)) as typeof current })),
-);
+const others = await checkouts(values.other);
 const cycles = Number(values.cycles);
-
-const quantile = (samples: number[], q: number) => [...samples].sort((a, b) => a - b)[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
 
 const set = await processBackend.start(5);
 const clientsFor = (db: number) => set.masters.map((m) => new Redis({ host: m.host, port: m.port, db }));
