@@ -73,8 +73,8 @@ const WAIT_TIMEOUT_MS = 6000;
  * ignored), staggered across clients so that even a short run has some from the start.
  */
 const OVERRUN_EVERY = 5;
-/** How long a run may go on past its `seconds` for its first overrunner's late write. */
-const OVERRUN_GRACE_MS = 15_000;
+/** How long a run may go on past its `seconds` for its first overrunner's late write and for every fault kind to start. */
+const COVERAGE_GRACE_MS = 15_000;
 /** A holding lasts this many ttls, so most see one or more extensions. */
 const HOLD_TTLS: [number, number] = [0.4, 2.5];
 /** The watchdog's default: extend when a third of the ttl is left. */
@@ -339,6 +339,9 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
       unrepaired: 0,
     };
 
+    /** Fault kinds started so far: the run does not end before each has (see `end` below). */
+    const startedKinds = new Set<FaultKind>();
+
     // ---- holders --------------------------------------------------------------------------
     let nextHolding = 1;
     let overrunsWritten = 0;
@@ -596,7 +599,6 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
       const failures: unknown[] = [];
       // Each kind once first, in a random order, so even a short run sees all four.
       const firstRound = shuffle(rng, FAULT_KINDS);
-      const startedKinds = new Set<FaultKind>();
       const total = FAULT_KINDS.reduce((sum, kind) => sum + FAULT_WEIGHTS[kind], 0);
       const pick = (): FaultKind => {
         let r = rng() * total;
@@ -635,11 +637,14 @@ export async function runCombined(options: CombinedOptions): Promise<CombinedRes
     }
 
     // The run ends after `seconds`, but not before an overrunner's late write has reached the
-    // store (what the fence is there for), waiting at most OVERRUN_GRACE_MS more for one.
+    // store (what the fence is there for) and every fault kind has started (a kind waits while
+    // two faults run or the minority is impaired: a kill and a failover can fill a short run),
+    // waiting at most COVERAGE_GRACE_MS more for them.
     const runStart = performance.now();
     let timer: NodeJS.Timeout;
     const end = () => {
-      if (overrunsWritten > 0 || performance.now() - runStart >= options.seconds * 1000 + OVERRUN_GRACE_MS) stop.abort();
+      const covered = overrunsWritten > 0 && startedKinds.size === FAULT_KINDS.length;
+      if (covered || performance.now() - runStart >= options.seconds * 1000 + COVERAGE_GRACE_MS) stop.abort();
       else timer = setTimeout(end, 50);
     };
     timer = setTimeout(end, options.seconds * 1000);
