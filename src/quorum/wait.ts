@@ -65,7 +65,8 @@ function expiryMs(vote: MemberVote): number {
  * - 'retake': the attempt found our own handover value on a member (a release handed it over
  *   before the attempt ran there), which blocks that member: try again at once, taking it back.
  * - 'line': in line. Until a majority names us first after a release or hands us the lock, or
- *   until the timed retry (nextTryMs), the end of the budget or of a turn in line.
+ *   until the timed retry (nextTryMs), the end of the budget or of a turn in line; and, if the
+ *   attempt went out before the subscriptions were in place, until they are.
  */
 export type WaitReason = 'subscribe' | 'retake' | 'line';
 
@@ -124,6 +125,12 @@ export class WaitInLine implements Waiting {
   /** Whether any attempt took a place in line, and whether the latest did. */
   #joined = false;
   #inLine = false;
+  /**
+   * The latest attempt took its place in line while the subscriptions were still on their way
+   * (its 'subscribe' wait is cut at nodeTimeout): a release that ran between that attempt and a
+   * SUBSCRIBE woke nobody, so the wait after it also ends once they are in place.
+   */
+  #inLineUnheard = false;
 
   /**
    * `watching`: listen from the start. A Redlock that waited before is still listening (its
@@ -154,6 +161,7 @@ export class WaitInLine implements Waiting {
     if (this.#inLine && !inLine) this.#leaveLines(undefined);
     this.#inLine = inLine;
     this.#joined ||= inLine;
+    this.#inLineUnheard = inLine && this.#watch?.subscribing === true;
     return { waiter: inLine ? this.#waiter : this.#outOfLine, handover };
   }
 
@@ -202,7 +210,7 @@ export class WaitInLine implements Waiting {
     // whichever ends first (the loop then sees the budget gone).
     const delay = reason === 'retake' ? 0 : Math.min(nextTryMs(votes, retryDelayMs(policy)), budgetEnd - clock.now(), this.#turns.msUntilChange(clock.now()));
     // A hand-over majority still on its way is waited for up to nodeTimeout (Watch.notified).
-    return this.#watch!.wait(delay, clock, policy.signal, nodeTimeout);
+    return this.#watch!.wait(delay, clock, policy.signal, nodeTimeout, this.#inLineUnheard);
   }
 
   /**

@@ -42,8 +42,8 @@ export class Watch {
   readonly #quorum: number;
   readonly #memberCount: number;
   #wake: (() => void) | undefined;
-  /** Resolves once the subscriptions are in place (or could not be made) on every member. */
-  ready: Promise<unknown> = Promise.resolve();
+  #ready: Promise<unknown> = Promise.resolve();
+  #subscribing = false;
 
   constructor(
     memberCount: number,
@@ -52,6 +52,26 @@ export class Watch {
   ) {
     this.#quorum = quorumOf(memberCount);
     this.#memberCount = memberCount;
+  }
+
+  /** Resolves once the subscriptions are in place (or could not be made) on a majority of members. */
+  get ready(): Promise<unknown> {
+    return this.#ready;
+  }
+
+  set ready(subscribed: Promise<unknown>) {
+    this.#subscribing = true;
+    this.#ready = subscribed.then(() => {
+      this.#subscribing = false;
+    });
+  }
+
+  /**
+   * Whether the subscriptions are still on their way (`ready` has not settled): a release that
+   * runs on a member before its SUBSCRIBE does tells nobody there.
+   */
+  get subscribing(): boolean {
+    return this.#subscribing;
   }
 
   /**
@@ -128,16 +148,21 @@ export class Watch {
 
   /**
    * Resolves after `ms`, or as soon as this waiter is `notified` (at most `graceMs` after a
-   * majority named it, while a hand-over majority is still possible); rejects with the reason if
-   * `signal` aborts. Timers and a listener, no AbortController: a contended lock waits here once
-   * per attempt, and an aborted controller makes a DOMException (a stack trace) each time.
+   * majority named it, while a hand-over majority is still possible), or, `untilSubscribed`, as
+   * soon as the subscriptions are in place (at once if they are by now); rejects with the reason
+   * if `signal` aborts. Timers and a listener, no AbortController: a contended lock waits here
+   * once per attempt, and an aborted controller makes a DOMException (a stack trace) each time.
    */
-  wait(ms: number, clock: Clock, signal: AbortSignal | undefined, graceMs = ms): Promise<void> {
-    if (this.notified) return Promise.resolve();
+  wait(ms: number, clock: Clock, signal: AbortSignal | undefined, graceMs = ms, untilSubscribed = false): Promise<void> {
+    if (this.notified || (untilSubscribed && !this.#subscribing)) return Promise.resolve();
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
       let grace: unknown;
+      let settled = false;
       const done = (reason?: unknown) => {
+        // Once only: `ready` may settle after this wait ended, and #wake is the next wait's by then.
+        if (settled) return;
+        settled = true;
         clock.clearTimer(timer);
         if (grace !== undefined) clock.clearTimer(grace);
         this.#wake = undefined;
@@ -158,6 +183,7 @@ export class Watch {
         }, graceMs);
       };
       if (this.#announced.size >= this.#quorum) this.#startGrace();
+      if (untilSubscribed) void this.#ready.then(() => done());
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }

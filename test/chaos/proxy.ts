@@ -16,6 +16,8 @@ interface Pair {
   /** Bytes were dropped: the RESP stream is broken, the connection must go when the blackhole ends. */
   broken: boolean;
   timers: Set<NodeJS.Timeout>;
+  /** Directions held on this connection only (holdNewConnections). */
+  held: Set<Direction>;
   /** Delivers what is due in each direction (what a hold kept back, once it is released). */
   flush: Partial<Record<Direction, () => void>>;
 }
@@ -25,6 +27,7 @@ export class TcpProxy {
   latencyMs = 0;
   #blackhole = false;
   readonly #held = new Set<Direction>();
+  readonly #heldNew = new Set<Direction>();
   readonly #pairs = new Set<Pair>();
   #target: { host: string; port: number };
 
@@ -77,6 +80,20 @@ export class TcpProxy {
     for (const pair of this.#pairs) pair.flush[direction]?.();
   }
 
+  /**
+   * Like hold(), but only on connections accepted from now on, until releaseNewConnections():
+   * open connections go on as before, a new one (a client's duplicate, say) gets nowhere.
+   */
+  holdNewConnections(direction: Direction): void {
+    this.#heldNew.add(direction);
+  }
+
+  /** Delivers what holdNewConnections() kept back, in order, and forwards as before. */
+  releaseNewConnections(direction: Direction): void {
+    this.#heldNew.delete(direction);
+    for (const pair of this.#pairs) if (pair.held.delete(direction)) pair.flush[direction]?.();
+  }
+
   isHeld(direction: Direction): boolean {
     return this.#held.has(direction);
   }
@@ -97,7 +114,7 @@ export class TcpProxy {
   }
 
   #accept(client: Socket): void {
-    const pair: Pair = { client, upstream: undefined, broken: this.#blackhole, timers: new Set(), flush: {} };
+    const pair: Pair = { client, upstream: undefined, broken: this.#blackhole, timers: new Set(), held: new Set(this.#heldNew), flush: {} };
     this.#pairs.add(pair);
     client.on('error', () => this.#drop(pair));
     client.on('close', () => this.#drop(pair));
@@ -124,7 +141,7 @@ export class TcpProxy {
       if (timer) pair.timers.delete(timer);
       clearTimeout(timer);
       timer = undefined;
-      if (this.#held.has(direction)) return; // release() calls flush again
+      if (this.#held.has(direction) || pair.held.has(direction)) return; // release() calls flush again
       const now = performance.now();
       while (queue.length > 0 && queue[0]!.due <= now) to.write(queue.shift()!.chunk);
       if (queue.length > 0) {

@@ -97,8 +97,9 @@ export function heldOnEvery(clients: readonly Redis[], key: string, value: strin
  * would reach that waiter, its Redlock being subscribed to its wake-up channel there. A waiter
  * subscribes after its first refusal and waits for that at most nodeTimeout before its next
  * attempt takes its place in line; on a busy machine it can therefore be in line before it
- * listens, and a release then wakes nobody (its timed retry is the fallback). A test of being
- * woken waits until a majority would tell the waiter (hearsReleases): all a wake needs.
+ * listens, and a release then wakes nobody (it tries again once subscribed: quorum/wait.ts). A
+ * test of being woken by a release waits until a majority would tell the waiter (hearsReleases):
+ * all a wake needs.
  */
 export async function listeningInLine(clients: readonly Redis[], resource: string): Promise<boolean[][]> {
   const line = lineOf(resource);

@@ -16,7 +16,7 @@ import { contextOf } from '../../src/redlock.js';
 import { resourceKeys } from '../../src/store/keys.js';
 import { TcpProxy } from '../chaos/proxy.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
-import { errorOf, eventually, fresh, hearsReleases, onMajority, sleep, scriptCalls } from './util.js';
+import { errorOf, eventually, fresh, hearsReleases, lineLengths, onMajority, sleep, scriptCalls } from './util.js';
 
 let servers: TestMasters;
 const { client, quitAll } = redlocksOn(() => servers);
@@ -235,6 +235,39 @@ describe("the waiters' subscriber, on a user client with enableOfflineQueue: fal
       await quitAll();
       for (const c of users) c.disconnect();
       await proxy.close();
+    }
+  });
+});
+
+describe('a waiter in line before its subscriptions are in place', () => {
+  it('tries again once they are: a release that fell in between, and woke nobody, is not missed (its timed retry is far off)', async () => {
+    // The waiter's clients reach the members through proxies that hold what new connections
+    // send: its subscriber, opened at its first refusal, cannot subscribe until they let go, as
+    // on a busy machine or a slow link where a SUBSCRIBE outlasts nodeTimeout.
+    const proxies = await Promise.all(servers.masters.map((master) => TcpProxy.start(master)));
+    const users = proxies.map((proxy) => new Redis({ host: '127.0.0.1', port: proxy.port }));
+    try {
+      await Promise.all(users.map((c) => c.ping()));
+      const resource = fresh('unheard');
+      const holder = await client().acquire(resource, 30_000);
+      await eventually(async () => expect(await servers.valuesOf(resource)).toEqual(Array(5).fill(holder.value)));
+      for (const proxy of proxies) proxy.holdNewConnections('toServer');
+      // Only a release can wake it within its budget: its timed retry is 20 s away.
+      const waiting = client({ retryDelay: 20_000, retryJitter: 0 }, users).acquire(resource, 10_000, { waitTimeout: 8_000 });
+      // Its second attempt took its place in line (after nodeTimeout, not subscribed), deaf.
+      await eventually(async () => expect(await lineLengths(servers.clients, resource)).toEqual(Array(5).fill(1)));
+      expect(await hearsReleases(servers.clients, resource)).toEqual(Array(5).fill(false));
+      // The release announces the waiter first in line, to nobody.
+      expect((await holder.release()).freed).toBe(true);
+      for (const proxy of proxies) proxy.releaseNewConnections('toServer');
+      // Before: the waiter slept on to its timed retry, past its budget (LockAcquireError).
+      const lock: Lock = await waiting;
+      expect(lock.remainingMs()).toBeGreaterThan(0);
+      await lock.release();
+    } finally {
+      await quitAll();
+      for (const c of users) c.disconnect();
+      await Promise.all(proxies.map((proxy) => proxy.close()));
     }
   });
 });

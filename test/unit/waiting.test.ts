@@ -170,6 +170,51 @@ describe('Watch: which hand-overs count', () => {
   });
 });
 
+describe('Watch: a wait after an attempt that went out before the subscriptions were in place', () => {
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+  const track = (promise: Promise<void>) => {
+    const state = { ended: false };
+    void promise.then(() => (state.ended = true));
+    return state;
+  };
+
+  it('ends when they are in place, or at once if they are by now', async () => {
+    const clock = new ManualClock();
+    const watch = new Watch(5, () => undefined);
+    let subscribed!: () => void;
+    watch.ready = new Promise<void>((resolve) => (subscribed = resolve));
+    expect(watch.subscribing).toBe(true);
+    const first = track(watch.wait(5_000, clock, undefined, 50, true));
+    await tick();
+    expect(first.ended).toBe(false);
+    subscribed();
+    await tick();
+    expect(first.ended).toBe(true);
+    expect(watch.subscribing).toBe(false);
+    const again = track(watch.wait(5_000, clock, undefined, 50, true));
+    await tick();
+    expect(again.ended).toBe(true);
+  });
+
+  it('subscriptions in place after such a wait ended leave the next wait alone: it still ends at a wake-up', async () => {
+    const clock = new ManualClock();
+    const watch = new Watch(5, () => undefined);
+    let subscribed!: () => void;
+    watch.ready = new Promise<void>((resolve) => (subscribed = resolve));
+    const first = track(watch.wait(100, clock, undefined, 50, true));
+    clock.advance(100); // its timed retry
+    await tick();
+    expect(first.ended).toBe(true);
+    const next = track(watch.wait(5_000, clock, undefined, 50));
+    subscribed();
+    await tick();
+    expect(next.ended).toBe(false);
+    for (let index = 0; index < 3; index++) watch.announce(index);
+    await tick();
+    expect(next.ended).toBe(true);
+  });
+});
+
 describe('Handover', () => {
   it('asks only for one exclusive, unfenced resource, whatever its ttl', () => {
     expect(handsOver(['a'], { fencing: false })).toBe(true);

@@ -26,7 +26,8 @@ function quietNotifications(clock: ManualClock, memberCount: number, readyMs = 0
     watch(waiterId: string): Watch {
       watched.push(waiterId);
       const watch = new Watch(memberCount, () => closed++);
-      watch.ready = clock.sleep(readyMs);
+      // As Notifications.watch: listening already, there is nothing to wait for.
+      if (!listening) watch.ready = clock.sleep(readyMs);
       return watch;
     },
   } as unknown as Notifications;
@@ -124,6 +125,21 @@ describe('acquireWithRetries: retries', () => {
       for (const request of requests) expect(request.waiter.leaseMs).toBeGreaterThan(0);
       expect(member.callsOf('leave')).toHaveLength(1);
     }
+  });
+
+  it('subscriptions slower than nodeTimeout: the second attempt takes its place in line meanwhile, the third comes once they are in place, not a delay later', async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1 }));
+    for (const member of members) member.hold('r', 'other', 60_000);
+    const settings = settingsOn(clock);
+    const { outcome } = run(clock, members, policyOf({ retryCount: 3, retryDelay: 1_000 }), settings, 10_000, 500);
+    const error = ((await outcome) as { error: LockAcquireError }).error;
+    const [first, second, third, fourth] = error.attempts.map((attempt) => attempt.startedMs);
+    expect(first).toBe(0);
+    expect(second).toBe(1 + settings.nodeTimeout); // the refusal, then nodeTimeout waiting for the subscriptions
+    // Subscribed at 500 (the drive's next step): a release between the second attempt and the SUBSCRIBE told nobody.
+    expect([500, 501]).toContain(third);
+    expect(fourth).toBe(third! + 1 + 1_000); // listening now: the timed retry
   });
 
   it('retryCount 0: one attempt, no watch, no line', async () => {
