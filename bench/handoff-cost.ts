@@ -1,18 +1,19 @@
 /**
  * npx tsx bench/handoff-cost.ts [--seconds 3] [--turns 2]
  *
- * What one contended acquisition costs, quorumlock beside figure 3's hand-off floor
+ * What one contended acquisition costs, quorumlock beside figure 3's two hand-off floors
  * (bench/peers.ts): 8 workers in this process on one key, 1 ms holds, five local masters; turns
  * alternate. Per acquisition: the handoff p50 (a holder's release to another worker holding),
  * redis-server CPU summed over the 5 members (INFO cpu, user + system) and this process's CPU.
- * The floor keeps its line in this process and hands over with one small script; quorumlock keeps
- * the line, the leases, the hand-over requests and the waiters' presence on the members, inside
- * the epoch binding: the difference is the price of that bookkeeping.
+ * The floor keeps its line in this process and hands over with one small script; the line floor
+ * keeps it on the members, with the reads of the per-call checks (bench/peers.ts); quorumlock
+ * keeps the line, the leases, the hand-over requests and the waiters' presence on the members,
+ * inside the epoch binding: the differences are the price of that bookkeeping.
  */
 import Redis from 'ioredis';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
-import { HANDOFF_FLOOR } from './peers.js';
+import { HANDOFF_FLOOR, LINE_HANDOFF_FLOOR } from './peers.js';
 import { quorumlock } from './quorumlock.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '3' }, turns: { type: 'string', default: '2' } } });
@@ -42,6 +43,7 @@ const contenders: [string, () => Promise<Worker>][] = [
     },
   ],
   ['hand-off floor', async () => HANDOFF_FLOOR.open!(set)],
+  ['line floor', async () => LINE_HANDOFF_FLOOR.open!(set)],
 ];
 
 const serverCpu = async () =>

@@ -247,6 +247,108 @@ const handoffFloor: Peer = {
 };
 
 // ---------------------------------------------------------------------------------------------
+// line hand-off floor (figure 3 only): the hand-off floor with its line on the members, as waiters
+// in several processes need it, and the checked floor's reads of the per-call checks in each
+// script. An attempt that finds the key held takes its place in the member's line (a ZSET by the
+// acquire's ticket); a release pops the head there, sets its value and publishes to it; the waiter
+// holds the lock at the 3rd message or, at its next attempt, where a quorum holds its value.
+// Nothing else: no lease (a crashed waiter at the head holds the lock handed to it for its ttl),
+// no presence, no hand-over request or stamp, no quarantine. What a hand-over with a line on the
+// members and the checks costs at the least: quorumlock's figure beside it is the price of the rest.
+
+const LINE_ACQUIRE =
+  "local info = redis.call('INFO', 'replication', 'stats') local epoch = redis.call('HMGET', KEYS[3], 'id', 'since', 'run_id', 'replid', 'evicted') " +
+  "local held = redis.call('GET', KEYS[1]) if held == ARGV[1] then return 1 end " +
+  "if not held then local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1] " +
+  "if not head or head == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) redis.call('ZREM', KEYS[2], ARGV[1]) return 1 end end " +
+  "redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1]) return 0";
+const LINE_RELEASE =
+  "local info = redis.call('INFO', 'replication') local epoch = redis.call('HMGET', KEYS[3], 'id', 'since', 'run_id', 'replid', 'evicted') " +
+  "redis.call('ZREM', KEYS[2], ARGV[1]) if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end " +
+  "local head = redis.call('ZPOPMIN', KEYS[2])[1] if not head then return redis.call('DEL', KEYS[1]) end " +
+  "redis.call('SET', KEYS[1], head, 'PX', ARGV[2]) redis.call('PUBLISH', string.match(head, '^[^|]+'), head) return 1";
+type LineClient = Redis & {
+  lineAcquire(lock: string, line: string, epoch: string, value: string, ttl: string, ticket: string): Promise<number>;
+  lineRelease(lock: string, line: string, epoch: string, value: string, ttl: string): Promise<number>;
+};
+/** When a waiter that heard no quorum of hand-overs tries again (a release that ran on a member before its place there). */
+const LINE_RETRY_MS = 20;
+let lineTicket = 0;
+
+const lineHandoffFloor: Peer = {
+  name: 'line hand-off floor',
+  settings: {
+    defaults: 'the line a ZSET on each member; a release pops the head, sets its value and PUBLISHes; held at the 3rd message; reads of the per-call checks',
+    'one-attempt': 'n/a',
+  },
+  create() {
+    throw new Error('the line hand-off floor opens its own connections');
+  },
+  async open(set) {
+    const quorum = Math.floor(set.masters.length / 2) + 1;
+    const members = set.masters.map((m) => new Redis({ host: m.host, port: m.port })) as LineClient[];
+    const subscribers = set.masters.map((m) => new Redis({ host: m.host, port: m.port }));
+    for (const client of members) {
+      client.defineCommand('lineAcquire', { numberOfKeys: 3, lua: LINE_ACQUIRE });
+      client.defineCommand('lineRelease', { numberOfKeys: 3, lua: LINE_RELEASE });
+    }
+    const channel = `line-floor:${++floorWorker}`;
+    const heard = new Map<string, { count: number; won(): void }>();
+    for (const subscriber of subscribers) {
+      await subscriber.subscribe(channel);
+      subscriber.on('message', (_channel: string, value: string) => {
+        const waiter = heard.get(value);
+        if (waiter && ++waiter.count === quorum) waiter.won();
+      });
+    }
+    let sequence = 0;
+    return {
+      async acquire(resource, ttl) {
+        const [lock, lineKey] = resourceKeys([resource]) as [string, string];
+        const value = `${channel}|${++sequence}`;
+        // One ticket per acquire, the same on every member: all members order the waiters alike.
+        const ticket = String(Date.now() * 1000 + (++lineTicket % 1000));
+        const started = now();
+        const attempt = () =>
+          new Promise<boolean>((resolve) => {
+            let yes = 0;
+            let answered = 0;
+            for (const c of members)
+              c.lineAcquire(lock, lineKey, EPOCH_KEY, value, String(ttl), ticket).then(
+                (reply) => {
+                  if (reply === 1 && ++yes === quorum) resolve(true);
+                  if (++answered === members.length && yes < quorum) resolve(false);
+                },
+                () => ++answered === members.length && yes < quorum && resolve(false),
+              );
+          });
+        const handed = new Promise<'handed'>((resolve) => heard.set(value, { count: 0, won: () => resolve('handed') }));
+        while (!(await attempt())) {
+          const retry = new Promise<'retry'>((resolve) => setTimeout(() => resolve('retry'), LINE_RETRY_MS));
+          if ((await Promise.race([handed, retry])) === 'handed') break;
+        }
+        heard.delete(value);
+        return {
+          validityMs: ttl - (now() - started),
+          release: async () => {
+            await firstOf(
+              members.map((c) => c.lineRelease(lock, lineKey, EPOCH_KEY, value, String(ttl))),
+              quorum,
+              () => true,
+            );
+            return true;
+          },
+        };
+      },
+      isAcquireFailure: () => false,
+      close: async () => {
+        for (const client of [...members, ...subscribers]) client.disconnect();
+      },
+    };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
 // quorumlock (this repository)
 
 const quorumlock: Peer = {
@@ -416,6 +518,7 @@ export type PeerName =
   | 'raw'
   | 'checked floor'
   | 'hand-off floor'
+  | 'line hand-off floor'
   | 'quorumlock'
   | 'node-redlock'
   | '@sesamecare-oss/redlock'
@@ -430,5 +533,6 @@ export const REFERENCES: readonly PeerName[] = ['raw', 'checked floor'];
 export const ALL: readonly Peer[] = [raw, checked, quorumlock, nodeRedlock, sesame, redisSemaphore, universal];
 /** The reference of figure 3, which no client's hand-over can beat (not in ALL: it only hands over). */
 export const HANDOFF_FLOOR: Peer = handoffFloor;
+export const LINE_HANDOFF_FLOOR: Peer = lineHandoffFloor;
 /** The five clients (no reference). */
 export const CLIENTS: readonly Peer[] = ALL.filter((p) => !REFERENCES.includes(p.name));

@@ -41,7 +41,7 @@ import { from, quorumlock } from './quorumlock.js';
 const { Redlock } = quorumlock;
 import { handoffRound, memory, serverTime, threePaused, throughput, twoPaused, uncontended, type HandoffRound, type Limits } from './figures.js';
 import { describeError, now } from './lib.js';
-import { CLIENTS, HANDOFF_FLOOR } from './peers.js';
+import { CLIENTS, HANDOFF_FLOOR, LINE_HANDOFF_FLOOR } from './peers.js';
 import { CLIENT_LIBRARIES } from './client-peers.js';
 import { report, type Results } from './report.js';
 
@@ -120,7 +120,7 @@ await figure(2, 'throughput', async () => {
 await figure(3, 'contended handoff', async () => {
   const rounds: HandoffRound[] = [];
   for (let i = 1; i <= plan.handoff.rounds; i++) {
-    for (const peer of [...CLIENTS, HANDOFF_FLOOR]) {
+    for (const peer of [...CLIENTS, HANDOFF_FLOOR, LINE_HANDOFF_FLOOR]) {
       const row = await handoffRound(set, peer, i, { seconds: plan.handoff.seconds, ttl: plan.handoff.ttl, limits });
       log(
         `  round ${i} ${row.client}: ${row.acquisitions} acquisitions, ${row.toAnotherPct.toFixed(1)} % to another, handoff p50 ${row.handoffMs.p50.toFixed(1)} ms, ${row.failed} failed, drained in ${row.drainedMs.toFixed(0)} ms`,
