@@ -10,6 +10,7 @@ import { releaseOn } from './quorum/release.js';
 import { describeVotes } from './quorum/votes.js';
 import type { MemberClient } from './clients/index.js';
 import { RedisMember } from './members/redis-member.js';
+import { duplicateCheck, markDuplicates } from './members/duplicates.js';
 import {
   checkAcquireOptions,
   checkBoolean,
@@ -126,30 +127,14 @@ export class Redlock {
     internals.set(this, this.#context);
     this.#notifications = new Notifications(this.#members, this.settings.logger);
     this.#reentrancy = this.settings.maxReentrancy > 0 ? new Reentrancy(this.settings.maxReentrancy) : undefined;
-    for (const member of this.#members) member.onServerFacts(() => this.#markDuplicates());
-    this.#markDuplicates();
+    const check = duplicateCheck(new WeakRef(this.#members), this.settings.logger);
+    for (const member of this.#members) member.onServerFacts(check);
+    markDuplicates(this.#members, this.settings.logger);
   }
 
   /** Each member as it is now: its id, its role and whether it counts. A fresh snapshot per read. */
   get members(): readonly MemberStatus[] {
     return this.#members.map(({ id, role, notCounting }) => Object.freeze({ id, role, notCounting }));
-  }
-
-  /**
-   * Two members that are the same server (one run id, however each is addressed: 127.0.0.1 and
-   * localhost, two DNS names, two dbs of one server) are one failure domain: counting both would
-   * let one server's votes stand in for two. The later one in the list does not count.
-   */
-  #markDuplicates(): void {
-    const first = new Map<string, string>();
-    for (const member of this.#members) {
-      const server = member.serverId;
-      const earlier = server === undefined ? undefined : first.get(server);
-      if (server !== undefined && earlier === undefined) first.set(server, member.id);
-      if (earlier !== undefined && member.notCounting === undefined)
-        this.settings.logger.error({ member: member.id, sameAs: earlier }, 'two members are the same server: the later one will not count');
-      member.markDuplicate(earlier);
-    }
   }
 
   /**

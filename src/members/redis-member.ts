@@ -470,8 +470,8 @@ export class RedisMember implements Member {
     this.#duplicateOf = of;
   }
 
-  /** Calls `listener` after every reading of the server's INFO. */
-  onServerFacts(listener: () => void): void {
+  /** Calls `listener` after every reading of the server's INFO, until it returns false. */
+  onServerFacts(listener: () => boolean): void {
     this.#server.listeners.add(listener);
   }
 

@@ -2,6 +2,8 @@
  * A lock's life on real masters: auto-extension under using(), the lost-lock signal, and release
  * at scope exit.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockLostError, Redlock } from '../../src/index.js';
 import { startTestMasters, type TestMasters } from './masters.js';
@@ -165,5 +167,33 @@ describe('lock.signal', () => {
     expect(unwatched.signal.aborted).toBe(true);
     expect((unwatched.signal.reason as LockLostError).reason).toBe('extension failed');
     await expect(unwatched.extend(5_000)).rejects.toMatchObject({ reason: 'lost' }); // once lost, always lost
+  });
+});
+
+describe('a Redlock made per job or request, on long-lived clients', () => {
+  it('is collected once it is no longer used: the clients and their shared server watch do not keep it (about 5 KB each, before)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const clients = servers.connect();
+    try {
+      const made = 200;
+      let collected = 0;
+      const registry = new FinalizationRegistry(() => collected++);
+      // Each made, and some used (a lock taken and released), in a call of its own: nothing of
+      // this test's frame refers to any of them after.
+      const job = async (i: number) => {
+        const redlock = new Redlock(clients);
+        registry.register(redlock, undefined);
+        if (i % 50 === 0) await (await redlock.acquire(fresh('per-job'), 1_000)).release();
+      };
+      for (let i = 0; i < made; i++) await job(i);
+      for (let turn = 0; turn < 50 && collected < made; turn++) {
+        await sleep(20); // out of the job that made them (a WeakRef keeps its target until then)
+        gc();
+      }
+      expect(collected).toBe(made);
+    } finally {
+      for (const client of clients) client.disconnect();
+    }
   });
 });
