@@ -20,22 +20,35 @@ import type { Connection } from '../clients/index.js';
 import type { Clock } from '../clock/index.js';
 
 export class Hearing {
-  /** Per clock that listens, when this client's server last showed life, on that clock. */
-  readonly #at = new Map<Clock, number>();
+  /**
+   * Per clock that listens (the system clock, or each Redlock's own: options.clock), when this
+   * client's server last showed life, on that clock. The clocks are held weakly: a Redlock made
+   * with a clock of its own, per job, must not stay alive with the client (one entry each).
+   */
+  readonly #at: { clock: WeakRef<Clock>; at: number }[] = [];
 
   /** Records the time of each later sign of life on `clock` too. */
   listen(clock: Clock): void {
-    if (!this.#at.has(clock)) this.#at.set(clock, -Infinity);
+    if (this.#entry(clock) === undefined) this.#at.push({ clock: new WeakRef(clock), at: -Infinity });
   }
 
   /** The server showed life now. */
   heard(): void {
-    for (const clock of this.#at.keys()) this.#at.set(clock, clock.now());
+    for (let i = this.#at.length - 1; i >= 0; i--) {
+      const entry = this.#at[i]!;
+      const clock = entry.clock.deref();
+      if (clock) entry.at = clock.now();
+      else this.#at.splice(i, 1);
+    }
   }
 
   /** The latest sign of life on `clock` (-Infinity: none since it listens). */
   lastAt(clock: Clock): number {
-    return this.#at.get(clock) ?? -Infinity;
+    return this.#entry(clock)?.at ?? -Infinity;
+  }
+
+  #entry(clock: Clock): { at: number } | undefined {
+    return this.#at.find((entry) => entry.clock.deref() === clock);
   }
 }
 

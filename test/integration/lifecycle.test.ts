@@ -6,6 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockLostError, Redlock } from '../../src/index.js';
+import { systemClock } from '../../src/clock/index.js';
 import { startTestMasters, type TestMasters } from './masters.js';
 import { fresh, sleep } from './util.js';
 
@@ -171,7 +172,7 @@ describe('lock.signal', () => {
 });
 
 describe('a Redlock made per job or request, on long-lived clients', () => {
-  it('is collected once it is no longer used: the clients and their shared server watch do not keep it (about 5 KB each, before)', async () => {
+  it('is collected once it is no longer used, and so is a clock of its own: the clients and what they share do not keep them (about 5 KB each, before)', async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const clients = servers.connect();
@@ -182,16 +183,20 @@ describe('a Redlock made per job or request, on long-lived clients', () => {
       // Each made, and some used (a lock taken and released), in a call of its own: nothing of
       // this test's frame refers to any of them after.
       const job = async (i: number) => {
-        const redlock = new Redlock(clients);
+        // Every other one on a clock of its own (options.clock), which the clients must not keep either.
+        const clock = i % 2 === 0 ? undefined : { ...systemClock };
+        const redlock = new Redlock(clients, { clock });
         registry.register(redlock, undefined);
-        if (i % 50 === 0) await (await redlock.acquire(fresh('per-job'), 1_000)).release();
+        if (clock) registry.register(clock, undefined);
+        if (i % 25 === 0) await (await redlock.acquire(fresh('per-job'), 1_000)).release();
       };
       for (let i = 0; i < made; i++) await job(i);
-      for (let turn = 0; turn < 50 && collected < made; turn++) {
+      const expected = made + made / 2; // the Redlocks and their own clocks
+      for (let turn = 0; turn < 50 && collected < expected; turn++) {
         await sleep(20); // out of the job that made them (a WeakRef keeps its target until then)
         gc();
       }
-      expect(collected).toBe(made);
+      expect(collected).toBe(expected);
     } finally {
       for (const client of clients) client.disconnect();
     }
