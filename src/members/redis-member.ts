@@ -480,12 +480,16 @@ export class RedisMember implements Member {
     return this.#client.subscriber(wanted);
   }
 
-  /** Calls `listener` once when the user's client has ended for good (they quit it). */
-  onEnd(listener: () => void): void {
+  /**
+   * Calls `listener` once when the user's client has ended for good (they quit it). Returns what
+   * stops listening: the client outlives the listener's owner (a Redlock that quits).
+   */
+  onEnd(listener: () => void): () => void {
     const once = () => {
       this.#client.off('end', once);
       listener();
     };
     this.#client.on('end', once);
+    return () => this.#client.off('end', once);
   }
 }

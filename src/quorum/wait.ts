@@ -41,14 +41,21 @@ export function retryDelayMs(policy: Pick<AttemptPolicy, 'retryDelay' | 'retryJi
  */
 export function nextTryMs(votes: readonly MemberVote[], delay: number): number {
   const quorum = quorumOf(votes.length);
-  // Second in line behind the holder counts as first: a waiter that won keeps its place until it
-  // releases (release.lua), so the holder is often the head. Wrong when the head is a real
-  // waiter: then this costs one refused attempt when the key expires.
-  const first = votes.filter((vote) => vote.place === 0 || (vote.place === 1 && vote.vote === 'taken'));
+  const first = firstInLine(votes);
   if (first.length < quorum) return delay;
   const expiries = first.map(expiryMs).sort((a, b) => a - b);
   // The quorum-th soonest: then a quorum of the members where we are first is free.
   return Math.min(delay, expiries[quorum - 1]! + 1);
+}
+
+/**
+ * The votes of the members where the attempt stood first in line. Second behind the holder
+ * counts as first: a waiter that won keeps its place until it releases (release.lua), so the
+ * holder is often the head. Wrong when the head is a real waiter: then nextTryMs costs one refused
+ * attempt when the key expires.
+ */
+function firstInLine(votes: readonly MemberVote[]): MemberVote[] {
+  return votes.filter((vote) => vote.place === 0 || (vote.place === 1 && vote.vote === 'taken'));
 }
 
 /** When a first-in-line vote's resource is free: 0 now, Infinity not known. */
@@ -66,7 +73,7 @@ function expiryMs(vote: MemberVote): number {
  *   before the attempt ran there), which blocks that member: try again at once, taking it back.
  * - 'line': in line. Until a majority names us first after a release or hands us the lock, or
  *   until the timed retry (nextTryMs), the end of the budget or of a turn in line; and, if the
- *   attempt went out before the subscriptions were in place, until they are.
+ *   attempt went out first in line before the subscriptions were in place, until they are.
  */
 export type WaitReason = 'subscribe' | 'retake' | 'line';
 
@@ -128,7 +135,9 @@ export class WaitInLine implements Waiting {
   /**
    * The latest attempt took its place in line while the subscriptions were still on their way
    * (its 'subscribe' wait is cut at nodeTimeout): a release that ran between that attempt and a
-   * SUBSCRIBE woke nobody, so the wait after it also ends once they are in place.
+   * SUBSCRIBE told nobody, so if the attempt stood first in line (a release tells the head only,
+   * so only the head can have missed one), the wait after it also ends once they are in place
+   * (or have failed). That attempt counts toward retryCount, as the one after 'subscribe' does.
    */
   #inLineUnheard = false;
 
@@ -210,7 +219,8 @@ export class WaitInLine implements Waiting {
     // whichever ends first (the loop then sees the budget gone).
     const delay = reason === 'retake' ? 0 : Math.min(nextTryMs(votes, retryDelayMs(policy)), budgetEnd - clock.now(), this.#turns.msUntilChange(clock.now()));
     // A hand-over majority still on its way is waited for up to nodeTimeout (Watch.notified).
-    return this.#watch!.wait(delay, clock, policy.signal, nodeTimeout, this.#inLineUnheard);
+    const missed = this.#inLineUnheard && firstInLine(votes).length >= quorumOf(votes.length);
+    return this.#watch!.wait(delay, clock, policy.signal, nodeTimeout, missed);
   }
 
   /**

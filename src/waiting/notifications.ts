@@ -44,6 +44,12 @@ export class Watch {
   #wake: (() => void) | undefined;
   #ready: Promise<unknown> = Promise.resolve();
   #subscribing = false;
+  /**
+   * Ends the wait under way that waits for the subscriptions too (wait's untilSubscribed). A field
+   * the one reaction to `ready` calls, not a reaction per wait: `ready` may stay pending for as
+   * long as a majority refuses or cannot take the SUBSCRIBE, and each wait's would be kept.
+   */
+  #onSubscribed: (() => void) | undefined;
 
   constructor(
     memberCount: number,
@@ -59,11 +65,14 @@ export class Watch {
     return this.#ready;
   }
 
+  /** Set once, by Notifications.watch, with a promise that never rejects (a rejection counts as settled too). */
   set ready(subscribed: Promise<unknown>) {
     this.#subscribing = true;
-    this.#ready = subscribed.then(() => {
+    const settled = () => {
       this.#subscribing = false;
-    });
+      this.#onSubscribed?.();
+    };
+    this.#ready = subscribed.then(settled, settled);
   }
 
   /**
@@ -160,13 +169,15 @@ export class Watch {
       let grace: unknown;
       let settled = false;
       const done = (reason?: unknown) => {
-        // Once only: `ready` may settle after this wait ended, and #wake is the next wait's by then.
+        // Once only: a timer that fired has its turn still to come (setImmediate) after a wake
+        // ended the wait, and the fields below may be the next wait's by then.
         if (settled) return;
         settled = true;
         clock.clearTimer(timer);
         if (grace !== undefined) clock.clearTimer(grace);
         this.#wake = undefined;
         this.#startGrace = undefined;
+        this.#onSubscribed = undefined;
         signal?.removeEventListener('abort', onAbort);
         if (reason === undefined) resolve();
         else reject(reason);
@@ -183,7 +194,7 @@ export class Watch {
         }, graceMs);
       };
       if (this.#announced.size >= this.#quorum) this.#startGrace();
-      if (untilSubscribed) void this.#ready.then(() => done());
+      if (untilSubscribed) this.#onSubscribed = () => done();
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -353,7 +364,8 @@ export class Notifications {
   readonly listener = newListener();
   readonly #channel = listenerChannel(this.listener);
   /** Per member: whether we listen for the end of the user's client already (once per member). */
-  readonly #endHeard: boolean[];
+  /** Per member: how to stop listening for the end of the user's client, once we listen (once per member). */
+  readonly #endHeard: ((() => void) | undefined)[];
   #closed = false;
 
   constructor(members: readonly RedisMember[], logger: Logger) {
@@ -361,7 +373,7 @@ export class Notifications {
     this.#quorum = quorumOf(members.length);
     this.#logger = logger;
     this.#subscribers = members.map(() => undefined);
-    this.#endHeard = members.map(() => false);
+    this.#endHeard = members.map(() => undefined);
   }
 
   /**
@@ -436,6 +448,8 @@ export class Notifications {
   async quit(): Promise<void> {
     this.#closed = true;
     this.#subscribers.forEach((_, index) => this.#closeSubscriber(index));
+    // The user's clients outlive this Redlock: they must not keep it (a Redlock per job that waited).
+    for (const stop of this.#endHeard) stop?.();
   }
 
   #subscriber(index: number): Subscriber {
@@ -467,10 +481,7 @@ export class Notifications {
       this.#countListening();
     });
     // The user quitting their client ends our duplicate too, so their process can exit.
-    if (!this.#endHeard[index]) {
-      this.#endHeard[index] = true;
-      member.onEnd(() => this.#closeSubscriber(index));
-    }
+    if (!this.#endHeard[index]) this.#endHeard[index] = member.onEnd(() => this.#closeSubscriber(index));
     this.#subscribers[index] = subscriber;
     return subscriber;
   }

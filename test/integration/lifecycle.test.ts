@@ -5,7 +5,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LockLostError, Redlock } from '../../src/index.js';
+import { LockAcquireError, LockLostError, Redlock } from '../../src/index.js';
 import { systemClock } from '../../src/clock/index.js';
 import { startTestMasters, type TestMasters } from './masters.js';
 import { fresh, sleep } from './util.js';
@@ -180,8 +180,14 @@ describe('a Redlock made per job or request, on long-lived clients', () => {
       const made = 200;
       let collected = 0;
       const registry = new FinalizationRegistry(() => collected++);
-      // Each made, and some used (a lock taken and released), in a call of its own: nothing of
-      // this test's frame refers to any of them after.
+      // A resource held throughout: some jobs wait for it in line (subscribed), give up, and quit.
+      const holder = new Redlock(clients);
+      const held = await holder.acquire(fresh('per-job-held'), 30_000);
+      const endListeners = () => clients.map((client) => client.listenerCount('end'));
+      let waited = 0;
+      const before = endListeners();
+      // Each made, and some used (a lock taken and released, or a wait in line), in a call of its
+      // own: nothing of this test's frame refers to any of them after.
       const job = async (i: number) => {
         // Every other one on a clock of its own (options.clock), which the clients must not keep either.
         const clock = i % 2 === 0 ? undefined : { ...systemClock };
@@ -189,8 +195,19 @@ describe('a Redlock made per job or request, on long-lived clients', () => {
         registry.register(redlock, undefined);
         if (clock) registry.register(clock, undefined);
         if (i % 25 === 0) await (await redlock.acquire(fresh('per-job'), 1_000)).release();
+        if (i % 25 === 1) {
+          const error: unknown = await redlock.acquire(held.resources[0]!, 1_000, { retryCount: 2, retryDelay: 20 }).catch((e: unknown) => e);
+          if (error instanceof LockAcquireError && error.outcome === 'taken') waited++;
+          await redlock.quit();
+        }
       };
       for (let i = 0; i < made; i++) await job(i);
+      expect(waited).toBe(made / 25);
+      await held.release();
+      await holder.quit();
+      // The Redlocks that waited listened for the end of each client, and stopped at quit() (no
+      // more listeners than before them; fewer where a connecting client's own were still there).
+      expect(endListeners().map((count, index) => count <= before[index]!)).toEqual(clients.map(() => true));
       const expected = made + made / 2; // the Redlocks and their own clocks
       for (let turn = 0; turn < 50 && collected < expected; turn++) {
         await sleep(20); // out of the job that made them (a WeakRef keeps its target until then)

@@ -142,6 +142,26 @@ describe('acquireWithRetries: retries', () => {
     expect(fourth).toBe(third! + 1 + 1_000); // listening now: the timed retry
   });
 
+  it('subscriptions slower than nodeTimeout, third in line: no attempt when they are in place (a release tells the head only), the timed retry', async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1 }));
+    for (const member of members) member.hold('r', 'other', 60_000);
+    // Two waiters ahead in line on every member: earlier tickets, long leases. (Second in line
+    // counts as first: the head is often the holder, who keeps its place: wait.ts, firstInLine.)
+    for (const id of ['ahead-1', 'ahead-2']) {
+      const ahead = { value: `${id}-value`, ttlMs: 10_000, waiter: { id, ticket: -1, leaseMs: 60_000 }, quarantineMs: 0, fencing: false };
+      await Promise.all(members.map((member) => drive(clock, member.acquire(['r'], ahead))));
+    }
+    const settings = settingsOn(clock);
+    const { outcome } = run(clock, members, policyOf({ retryCount: 3, retryDelay: 1_000 }), settings, 10_000, 500);
+    const error = ((await outcome) as { error: LockAcquireError }).error;
+    const [first, second, third] = error.attempts.map((attempt) => attempt.startedMs);
+    expect(first).toBe(0);
+    expect(second).toBe(1 + settings.nodeTimeout);
+    expect(error.attempts[1]!.votes.filter((vote) => vote.place === 2)).toHaveLength(2); // the third not waited for: the round cannot win by then
+    expect(third).toBe(second! + 1 + 1_000);
+  });
+
   it('retryCount 0: one attempt, no watch, no line', async () => {
     const clock = new ManualClock(0);
     const members = fakeMembers(clock, 3, () => ({ latencyMs: 1 }));
