@@ -32,8 +32,21 @@ export interface OperatorCall<M extends RoundMember, T> {
   /** The call on one member; `call.ageMs()`: how long ago the operator's call began, on `clock`; `call.open()`: whether it still waits. */
   call(member: M, call: { ageMs(): number; open(): boolean }): Promise<T>;
   timeoutMs: number;
+  /**
+   * With a limit, a member that shows life (an answer to an earlier call of ours, its connection's
+   * ready check or INFO) is waited for past `timeoutMs`, up to the limit from the round's start
+   * (round.ts, #silentAt): a read on connections still being made, on a busy machine, is not an
+   * outage. A member that answers nothing still times out at `timeoutMs`.
+   */
+  limitMs?: number | undefined;
   clock: Clock;
 }
+
+/**
+ * The limit of a read's round (election.leader(), a semaphore's holders()): they have no budget of
+ * their own. Past it, a member that keeps showing life but does not answer is reported as silent.
+ */
+export const READ_LIMIT_MS = 1_000;
 
 /** Runs `call` on every member at once and waits for each, up to `timeoutMs` from the tick that sent them. */
 export async function onEveryMember<M extends RoundMember, T>(spec: OperatorCall<M, T>): Promise<MemberResult<T>[]> {
@@ -54,6 +67,7 @@ export async function onEveryMember<M extends RoundMember, T>(spec: OperatorCall
       }),
     counts: () => true,
     timeoutMs: spec.timeoutMs,
+    limitMs: spec.limitMs,
     waitForAll: true,
     clock,
   });

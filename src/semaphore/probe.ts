@@ -7,7 +7,7 @@
  * (RedisMember.readPermits), all members in one round with a deadline (quorum/operator.ts), and
  * a member that does not count (the round says which) or does not answer in time is left out.
  */
-import { onEveryMember, type RoundMember } from '../quorum/operator.js';
+import { onEveryMember, READ_LIMIT_MS, type RoundMember } from '../quorum/operator.js';
 import type { Settings } from '../options/settings.js';
 import type { PermitCounts } from '../store/protocol.js';
 import { quorumOf } from '../tally.js';
@@ -21,15 +21,26 @@ export interface PermitMember extends RoundMember {
   readPermits(resources: readonly string[]): Promise<PermitCounts>;
 }
 
-/** Every member's reading of `keys` (index-aligned with `members`), in one round bounded by nodeTimeout (or `limitMs`, if shorter). */
+/**
+ * Every member's reading of `keys` (index-aligned with `members`), in one round: a silent member
+ * is cut at nodeTimeout (or `limitMs`, if shorter), one that shows life is waited for up to
+ * `limitMs` (operator.ts; by default READ_LIMIT_MS).
+ */
 export async function readPermits(
   members: readonly PermitMember[],
   settings: Settings,
   keys: readonly string[],
-  limitMs = settings.nodeTimeout,
+  limitMs = Math.max(settings.nodeTimeout, READ_LIMIT_MS),
 ): Promise<PermitReading[]> {
   const timeoutMs = Math.max(1, Math.min(settings.nodeTimeout, limitMs));
-  const results = await onEveryMember({ operation: 'read', members, call: (member) => member.readPermits(keys), timeoutMs, clock: settings.clock });
+  const results = await onEveryMember({
+    operation: 'read',
+    members,
+    call: (member) => member.readPermits(keys),
+    timeoutMs,
+    limitMs: Math.max(timeoutMs, limitMs),
+    clock: settings.clock,
+  });
   return results.map(({ member, value, error, timedOut, notCounting }): PermitReading => {
     if (notCounting !== undefined) return { member, pttls: undefined, error: `does not count: ${notCounting}` };
     if (timedOut) return { member, pttls: undefined, error: `no answer within ${timeoutMs} ms` };

@@ -6,6 +6,7 @@
  * is slow, not down, and must not be timed out; one that answers nothing still is, at nodeTimeout.
  */
 import Redis from 'ioredis';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
@@ -139,6 +140,42 @@ describe("a new Redlock's first round", () => {
     } finally {
       for (const client of clients) client.disconnect();
       for (const front of fronts) front.close();
+    }
+  });
+});
+
+describe("reads on fresh clients still connecting (a one-off probe: election.leader(), a semaphore's holders())", () => {
+  it('wait for members that show life, as an acquire does: every member is heard, none timed out', async () => {
+    // As the fresh-clients acquire above: through the proxies the ready check answers at about
+    // 350 ms and the read, written after it, at about 510 ms; each within 430 ms of the last.
+    for (const proxy of proxies) proxy.latencyMs = 80;
+    const votes: string[] = [];
+    const onVote = (message: unknown) => {
+      const { operation, vote } = message as { operation: string; vote: string };
+      if (operation === 'read') votes.push(vote);
+    };
+    subscribe('quorumlock:vote', onVote);
+    const reads: [string, (redlock: Redlock) => Promise<unknown>][] = [
+      ['leader', (redlock) => redlock.election(fresh('first-read-election'), { ttl: 10_000 }).leader()],
+      ['holders', (redlock) => redlock.semaphore(fresh('first-read-pool'), { permits: 2 }).holders()],
+    ];
+    try {
+      for (const [name, read] of reads) {
+        votes.length = 0;
+        const clients = freshClients();
+        const redlock = new Redlock(clients, { nodeTimeout: 430 });
+        try {
+          // Vacant, and free: what a quorum says. Before, the three proxied members were cut at
+          // 430 ms from the start and too few answered (LeaderUnknownError, SemaphoreUnavailableError).
+          expect(await read(redlock), name).toEqual(name === 'leader' ? null : []);
+          expect(votes, name).toEqual(Array(5).fill('done'));
+        } finally {
+          await redlock.quit();
+          for (const client of clients) client.disconnect();
+        }
+      }
+    } finally {
+      unsubscribe('quorumlock:vote', onVote);
     }
   });
 });
