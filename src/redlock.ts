@@ -10,7 +10,7 @@ import { releaseOn } from './quorum/release.js';
 import { describeVotes } from './quorum/votes.js';
 import type { MemberClient } from './clients/index.js';
 import { RedisMember } from './members/redis-member.js';
-import { duplicateCheck, markDuplicates } from './members/duplicates.js';
+import { watchDuplicates } from './members/duplicates.js';
 import {
   checkAcquireOptions,
   checkBoolean,
@@ -123,13 +123,12 @@ export class Redlock {
   constructor(clients: readonly MemberClient[], options: RedlockOptions = {}) {
     this.settings = Object.freeze(checkSettings(options));
     this.#members = Object.freeze(checkMembers(clients).map((client) => new RedisMember(client, this.settings.logger, this.settings.clock)));
-    this.#context = Object.freeze({ members: this.#members, quorum: quorumOf(this.#members.length), settings: this.settings });
-    internals.set(this, this.#context);
+    const context = Object.freeze({ members: this.#members, quorum: quorumOf(this.#members.length), settings: this.settings });
+    this.#context = context;
+    internals.set(this, context);
     this.#notifications = new Notifications(this.#members, this.settings.logger);
     this.#reentrancy = this.settings.maxReentrancy > 0 ? new Reentrancy(this.settings.maxReentrancy) : undefined;
-    const check = duplicateCheck(new WeakRef(this.#members), this.settings.logger);
-    for (const member of this.#members) member.onServerFacts(check);
-    markDuplicates(this.#members, this.settings.logger);
+    watchDuplicates(context);
   }
 
   /** Each member as it is now: its id, its role and whether it counts. A fresh snapshot per read. */

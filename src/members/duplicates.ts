@@ -19,17 +19,34 @@ export function markDuplicates(members: readonly RedisMember[], logger: Logger):
   }
 }
 
+/** What a Redlock's locks and rounds share (its context): the members they vote with, and the logger. */
+export interface DuplicateContext {
+  readonly members: readonly RedisMember[];
+  readonly settings: { readonly logger: Logger };
+}
+
+/** Drops a collected context's listeners from the watches (the clients' watches outlive it). */
+const unwatched = new FinalizationRegistry<() => void>((stopListening) => stopListening());
+
 /**
- * The listener every member's server watch calls after each reading (RedisMember.onServerFacts):
- * marks the duplicates among `members` again. The clients, and the watch each client shares,
- * outlive a Redlock made per job or request: the listener holds the members (what the Redlock and
- * each of its locks vote with) weakly, and tells the watch to drop it once they are collected.
- * Made here, not in the Redlock's constructor, so that no closure of the constructor's keeps them.
+ * Marks the duplicates among `context.members` now and again after every reading of a member's
+ * server (RedisMember.onServerFacts), for as long as anything votes with them: the Redlock, or a
+ * lock, election or semaphore it made (each holds `context`). The clients, and the server watch
+ * each client shares, outlive a Redlock made per job or request: the listener holds `context`
+ * weakly, and once it is collected the watches drop the listener (at once, by the registry, or
+ * at their next reading, when the listener says it is gone). Made here, not in the Redlock's
+ * constructor, so that no closure of the constructor's keeps the context alive.
  */
-export function duplicateCheck(members: WeakRef<readonly RedisMember[]>, logger: Logger): () => boolean {
-  return () => {
-    const alive = members.deref();
-    if (alive) markDuplicates(alive, logger);
+export function watchDuplicates(context: DuplicateContext): void {
+  const ref = new WeakRef(context);
+  const check = () => {
+    const alive = ref.deref();
+    if (alive) markDuplicates(alive.members, alive.settings.logger);
     return alive !== undefined;
   };
+  const stops = context.members.map((member) => member.onServerFacts(check));
+  unwatched.register(context, () => {
+    for (const stop of stops) stop();
+  });
+  markDuplicates(context.members, context.settings.logger);
 }

@@ -470,9 +470,11 @@ export class RedisMember implements Member {
     this.#duplicateOf = of;
   }
 
-  /** Calls `listener` after every reading of the server's INFO, until it returns false. */
-  onServerFacts(listener: () => boolean): void {
-    this.#server.listeners.add(listener);
+  /** Calls `listener` after every reading of the server's INFO, until it returns false or the returned function is called. */
+  onServerFacts(listener: () => boolean): () => void {
+    const listeners = this.#server.listeners;
+    listeners.add(listener);
+    return () => listeners.delete(listener);
   }
 
   /** A new connection with the client's options, for SUBSCRIBE; its owner must close it (clients/connection.ts). */

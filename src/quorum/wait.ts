@@ -73,7 +73,8 @@ function expiryMs(vote: MemberVote): number {
  *   before the attempt ran there), which blocks that member: try again at once, taking it back.
  * - 'line': in line. Until a majority names us first after a release or hands us the lock, or
  *   until the timed retry (nextTryMs), the end of the budget or of a turn in line; and, if the
- *   attempt went out first in line before the subscriptions were in place, until they are.
+ *   attempt went out (first in line, or a reader's) before the subscriptions were in place,
+ *   until they are.
  */
 export type WaitReason = 'subscribe' | 'retake' | 'line';
 
@@ -135,9 +136,10 @@ export class WaitInLine implements Waiting {
   /**
    * The latest attempt took its place in line while the subscriptions were still on their way
    * (its 'subscribe' wait is cut at nodeTimeout): a release that ran between that attempt and a
-   * SUBSCRIBE told nobody, so if the attempt stood first in line (a release tells the head only,
-   * so only the head can have missed one), the wait after it also ends once they are in place
-   * (or have failed). That attempt counts toward retryCount, as the one after 'subscribe' does.
+   * SUBSCRIBE told nobody, so if the attempt stood first in line (a release tells a writer only
+   * at the head, so only the head can have missed one; readers, every one up to the first writer:
+   * _wake.lua) or is a reader, the wait after it also ends once they are in place (or have
+   * failed). That attempt counts toward retryCount, as the one after 'subscribe' does.
    */
   #inLineUnheard = false;
 
@@ -219,7 +221,7 @@ export class WaitInLine implements Waiting {
     // whichever ends first (the loop then sees the budget gone).
     const delay = reason === 'retake' ? 0 : Math.min(nextTryMs(votes, retryDelayMs(policy)), budgetEnd - clock.now(), this.#turns.msUntilChange(clock.now()));
     // A hand-over majority still on its way is waited for up to nodeTimeout (Watch.notified).
-    const missed = this.#inLineUnheard && firstInLine(votes).length >= quorumOf(votes.length);
+    const missed = this.#inLineUnheard && (policy.shared || firstInLine(votes).length >= quorumOf(votes.length));
     return this.#watch!.wait(delay, clock, policy.signal, nodeTimeout, missed);
   }
 

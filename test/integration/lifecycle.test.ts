@@ -7,6 +7,7 @@ import { runInNewContext } from 'node:vm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockAcquireError, LockLostError, Redlock } from '../../src/index.js';
 import { systemClock } from '../../src/clock/index.js';
+import { contextOf } from '../../src/redlock.js';
 import { startTestMasters, type TestMasters } from './masters.js';
 import { fresh, sleep } from './util.js';
 
@@ -193,6 +194,7 @@ describe('a Redlock made per job or request, on long-lived clients', () => {
         const clock = i % 2 === 0 ? undefined : { ...systemClock };
         const redlock = new Redlock(clients, { clock });
         registry.register(redlock, undefined);
+        registry.register(contextOf(redlock).members, undefined); // what its locks vote with
         if (clock) registry.register(clock, undefined);
         if (i % 25 === 0) await (await redlock.acquire(fresh('per-job'), 1_000)).release();
         if (i % 25 === 1) {
@@ -208,7 +210,7 @@ describe('a Redlock made per job or request, on long-lived clients', () => {
       // The Redlocks that waited listened for the end of each client, and stopped at quit() (no
       // more listeners than before them; fewer where a connecting client's own were still there).
       expect(endListeners().map((count, index) => count <= before[index]!)).toEqual(clients.map(() => true));
-      const expected = made + made / 2; // the Redlocks and their own clocks
+      const expected = 2 * made + made / 2; // the Redlocks, their members and their own clocks
       for (let turn = 0; turn < 50 && collected < expected; turn++) {
         await sleep(20); // out of the job that made them (a WeakRef keeps its target until then)
         gc();

@@ -13,6 +13,7 @@ import { acquireWithRetries } from '../../../src/quorum/acquire-loop.js';
 import { retryDelayMs } from '../../../src/quorum/wait.js';
 import { Watch, type Notifications } from '../../../src/waiting/notifications.js';
 import { drive, fakeMembers, FakeMember, releasedAfterAcquire, rolledBack, settingsOn, type FakeMemberOptions } from './fake-member.js';
+import { sharedName } from '../../../src/store/protocol.js';
 import { quorumOf } from '../../../src/tally.js';
 import { serverFacts, whyNotCounting } from '../../../src/store/server.js';
 
@@ -160,6 +161,29 @@ describe('acquireWithRetries: retries', () => {
     expect(second).toBe(1 + settings.nodeTimeout);
     expect(error.attempts[1]!.votes.filter((vote) => vote.place === 2)).toHaveLength(2); // the third not waited for: the round cannot win by then
     expect(third).toBe(second! + 1 + 1_000);
+  });
+
+  it('subscriptions slower than nodeTimeout, a reader third in line: the attempt when they are in place (a release tells every reader up to the first writer)', async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1 }));
+    for (const member of members) member.hold('r', 'other', 60_000);
+    for (const id of ['ahead-1', 'ahead-2']) {
+      const ahead = {
+        value: sharedName(`${id}-value`),
+        ttlMs: 10_000,
+        waiter: { id: sharedName(id), ticket: -1, leaseMs: 60_000 },
+        quarantineMs: 0,
+        fencing: false,
+      };
+      await Promise.all(members.map((member) => drive(clock, member.acquire(['r'], ahead))));
+    }
+    const settings = settingsOn(clock);
+    const { outcome } = run(clock, members, policyOf({ retryCount: 3, retryDelay: 1_000, shared: true }), settings, 10_000, 500);
+    const error = ((await outcome) as { error: LockAcquireError }).error;
+    const [, second, third] = error.attempts.map((attempt) => attempt.startedMs);
+    expect(second).toBe(1 + settings.nodeTimeout);
+    expect(error.attempts[1]!.votes.filter((vote) => vote.place === 2)).toHaveLength(2);
+    expect([500, 501]).toContain(third);
   });
 
   it('retryCount 0: one attempt, no watch, no line', async () => {
