@@ -17,7 +17,7 @@ import type { Lock } from '../lock/lock.js';
 import type { AttemptPolicy } from '../options/settings.js';
 import { NOT_COUNTING, type LeaderReading } from '../store/protocol.js';
 import { electionResource } from '../store/keys.js';
-import { onEveryMember, READ_LIMIT_MS, type RoundMember } from '../quorum/operator.js';
+import { onEveryMember, readLimitMs, type RoundMember } from '../quorum/operator.js';
 import { quorumOf } from '../tally.js';
 import { LeaderUnknownError, type LeaderVote } from './errors.js';
 import { judgeLeader, type LeaderInfo } from './judge.js';
@@ -121,7 +121,7 @@ export class Election {
       call: (member) => member.readLeader(this.#resource[0]!, quarantineMs),
       timeoutMs: settings.nodeTimeout,
       // Safe to wait longer: the judge takes the time the read took off every remainingMs.
-      limitMs: Math.max(settings.nodeTimeout, READ_LIMIT_MS),
+      limitMs: readLimitMs(settings.nodeTimeout),
       clock: settings.clock,
     });
     const votes = results.map(({ member, value: reading, error, timedOut, notCounting }): LeaderVote => {

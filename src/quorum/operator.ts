@@ -46,7 +46,10 @@ export interface OperatorCall<M extends RoundMember, T> {
  * The limit of a read's round (election.leader(), a semaphore's holders()): they have no budget of
  * their own. Past it, a member that keeps showing life but does not answer is reported as silent.
  */
-export const READ_LIMIT_MS = 1_000;
+const READ_LIMIT_MS = 1_000;
+
+/** A read's limit with `nodeTimeout` (never below it). */
+export const readLimitMs = (nodeTimeout: number): number => Math.max(nodeTimeout, READ_LIMIT_MS);
 
 /** Runs `call` on every member at once and waits for each, up to `timeoutMs` from the tick that sent them. */
 export async function onEveryMember<M extends RoundMember, T>(spec: OperatorCall<M, T>): Promise<MemberResult<T>[]> {

@@ -7,7 +7,7 @@
  * (RedisMember.readPermits), all members in one round with a deadline (quorum/operator.ts), and
  * a member that does not count (the round says which) or does not answer in time is left out.
  */
-import { onEveryMember, READ_LIMIT_MS, type RoundMember } from '../quorum/operator.js';
+import { onEveryMember, readLimitMs, type RoundMember } from '../quorum/operator.js';
 import type { Settings } from '../options/settings.js';
 import type { PermitCounts } from '../store/protocol.js';
 import { quorumOf } from '../tally.js';
@@ -24,13 +24,13 @@ export interface PermitMember extends RoundMember {
 /**
  * Every member's reading of `keys` (index-aligned with `members`), in one round: a silent member
  * is cut at nodeTimeout (or `limitMs`, if shorter), one that shows life is waited for up to
- * `limitMs` (operator.ts; by default READ_LIMIT_MS).
+ * `limitMs` (operator.ts; by default readLimitMs).
  */
 export async function readPermits(
   members: readonly PermitMember[],
   settings: Settings,
   keys: readonly string[],
-  limitMs = Math.max(settings.nodeTimeout, READ_LIMIT_MS),
+  limitMs = readLimitMs(settings.nodeTimeout),
 ): Promise<PermitReading[]> {
   const timeoutMs = Math.max(1, Math.min(settings.nodeTimeout, limitMs));
   const results = await onEveryMember({

@@ -363,7 +363,6 @@ export class Notifications {
   /** This Redlock's listener: its waiters' ids start with it (keys.ts, newWaiterId), and its channel is theirs. */
   readonly listener = newListener();
   readonly #channel = listenerChannel(this.listener);
-  /** Per member: whether we listen for the end of the user's client already (once per member). */
   /** Per member: how to stop listening for the end of the user's client, once we listen (once per member). */
   readonly #endHeard: ((() => void) | undefined)[];
   #closed = false;
