@@ -37,15 +37,23 @@ const ROLE_REFUSAL = 'QUORUMLOCK_ROLE';
 /** One book per client, however many Redlocks share it: the epochs are facts of its server. */
 const books = new WeakMap<object, EpochBook>();
 
+/** Reads (and begins, where there is none) the epoch of one epoch hash: epoch.lua. */
+export type EpochReader = (epochKey: string) => Promise<string>;
+
 /**
- * The book of `client`'s epochs, made (with `read`) on first use. A client whose calls share one
- * socket and one epoch hash (`single`: a server, not a Cluster) has it read at once and at every
- * new connection.
+ * The book of `client`'s epochs, made on first use; `read` is one more way to read them, held
+ * weakly (EpochBook.addReader): its owner keeps it. A client whose calls share one socket and
+ * one epoch hash (`single`: a server, not a Cluster) has it read at once and at every new
+ * connection.
  */
-export function epochBookOf(client: Pick<Connection, 'state' | 'on'>, member: string, read: (epochKey: string) => Promise<string>, single?: string): EpochBook {
+export function epochBookOf(client: Pick<Connection, 'state' | 'on'>, member: string, read: EpochReader, single?: string): EpochBook {
   let book = books.get(client);
-  if (book !== undefined) return book;
-  books.set(client, (book = new EpochBook(member, read)));
+  if (book !== undefined) {
+    book.addReader(read);
+    return book;
+  }
+  books.set(client, (book = new EpochBook(member)));
+  book.addReader(read);
   if (single !== undefined) {
     const known = book;
     client.on('ready', () => known.refresh(single));
@@ -59,12 +67,31 @@ export class EpochBook {
   readonly #known = new Map<string, Known>();
   readonly #reading = new Map<string, Promise<string>>();
   readonly #member: string;
-  /** Reads (and begins, where there is none) the epoch of one epoch hash: epoch.lua. */
-  readonly #read: (epochKey: string) => Promise<string>;
+  /**
+   * The members' readers (one per RedisMember on this client, each kept by its member), held
+   * weakly: the client outlives the Redlocks made on it, and a book that held its first
+   * member's reader kept that member alive. Any one reads the same epochs, on the same connection.
+   */
+  readonly #readers: WeakRef<EpochReader>[] = [];
 
-  constructor(member: string, read: (epochKey: string) => Promise<string>) {
+  constructor(member: string) {
     this.#member = member;
-    this.#read = read;
+  }
+
+  /** One more way to read the epochs: its owner keeps it alive for as long as it may be used. */
+  addReader(read: EpochReader): void {
+    this.#readers.push(new WeakRef(read));
+  }
+
+  /** Reads with the newest reader still alive, dropping those that are gone. */
+  #read(epochKey: string): Promise<string> {
+    while (this.#readers.length > 0) {
+      const read = this.#readers.at(-1)!.deref();
+      if (read) return read(epochKey);
+      this.#readers.pop();
+    }
+    // Only the refresh at a new connection comes here: a member that binds a write has a reader.
+    return Promise.reject(new Error(`quorumlock: no Redlock reads ${this.#member}'s epochs now`));
   }
 
   /**

@@ -41,7 +41,7 @@ import { clusterTopology } from './cluster.js';
 import type { ExtendCall, FenceCall, LeaveCall, Member, Open, ReleaseCall } from './member.js';
 import type { Topology } from './topology.js';
 import { watchServer, type ServerWatch } from './watch.js';
-import { epochBookOf, type EpochBook } from './epochs.js';
+import { epochBookOf, type EpochBook, type EpochReader } from './epochs.js';
 import { codes, epochTooNewError, notMasterError } from '../errors.js';
 import { serverFacts } from '../store/server.js';
 import type { Clock } from '../clock/index.js';
@@ -151,8 +151,11 @@ export class RedisMember implements Member {
     const usable = this.#topology.oneSocket && this.#topology.readFacts !== undefined;
     this.#binding = bindingOf({ client: connection, server: this.#server, member: this.id, logger, usable });
     const single = this.#topology.oneSocket ? this.#topology.everyEpochKey()[0] : undefined;
-    this.#epochs = epochBookOf(connection, this.id, (epochKey) => this.#readEpoch(epochKey).then(({ id }) => id), single);
+    this.#epochs = epochBookOf(connection, this.id, this.#epochReader, single);
   }
+
+  /** This member's way to read an epoch, kept here: the client's epoch book holds it weakly (epochs.ts). */
+  readonly #epochReader: EpochReader = (epochKey) => this.#readEpoch(epochKey).then(({ id }) => id);
 
   /** When this member's server last showed life on our connection (hearing.ts), on the Redlock's clock. */
   get heardAt(): number | undefined {

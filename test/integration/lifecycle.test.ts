@@ -173,7 +173,7 @@ describe('lock.signal', () => {
 });
 
 describe('a Redlock made per job or request, on long-lived clients', () => {
-  it('is collected once it is no longer used, and so is a clock of its own: the clients and what they share do not keep them (about 5 KB each, before)', async () => {
+  it('is collected once it is no longer used, with its members and a clock of its own: the clients and what they share keep none of them (about 5 KB each, before)', async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     const clients = servers.connect();
@@ -181,29 +181,34 @@ describe('a Redlock made per job or request, on long-lived clients', () => {
       const made = 200;
       let collected = 0;
       const registry = new FinalizationRegistry(() => collected++);
-      // A resource held throughout: some jobs wait for it in line (subscribed), give up, and quit.
-      const holder = new Redlock(clients);
-      const held = await holder.acquire(fresh('per-job-held'), 30_000);
-      const endListeners = () => clients.map((client) => client.listenerCount('end'));
+      // A resource held throughout (from after the first job): some jobs wait for it in line
+      // (subscribed), give up, and quit.
+      const heldResource = fresh('per-job-held');
       let waited = 0;
-      const before = endListeners();
       // Each made, and some used (a lock taken and released, or a wait in line), in a call of its
       // own: nothing of this test's frame refers to any of them after.
       const job = async (i: number) => {
-        // Every other one on a clock of its own (options.clock), which the clients must not keep either.
-        const clock = i % 2 === 0 ? undefined : { ...systemClock };
+        // Every other one on a clock of its own (options.clock), which its members keep: the
+        // clients must keep neither. The first is one of them, and the first Redlock on these
+        // clients (whose epoch books read through the members).
+        const clock = i % 2 === 0 ? { ...systemClock } : undefined;
         const redlock = new Redlock(clients, { clock });
         registry.register(redlock, undefined);
         registry.register(contextOf(redlock).members, undefined); // what its locks vote with
         if (clock) registry.register(clock, undefined);
         if (i % 25 === 0) await (await redlock.acquire(fresh('per-job'), 1_000)).release();
         if (i % 25 === 1) {
-          const error: unknown = await redlock.acquire(held.resources[0]!, 1_000, { retryCount: 2, retryDelay: 20 }).catch((e: unknown) => e);
+          const error: unknown = await redlock.acquire(heldResource, 1_000, { retryCount: 2, retryDelay: 20 }).catch((e: unknown) => e);
           if (error instanceof LockAcquireError && error.outcome === 'taken') waited++;
           await redlock.quit();
         }
       };
-      for (let i = 0; i < made; i++) await job(i);
+      await job(0);
+      const holder = new Redlock(clients);
+      const held = await holder.acquire(heldResource, 30_000);
+      const endListeners = () => clients.map((client) => client.listenerCount('end'));
+      const before = endListeners();
+      for (let i = 1; i < made; i++) await job(i);
       expect(waited).toBe(made / 25);
       await held.release();
       await holder.quit();
