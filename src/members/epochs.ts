@@ -72,7 +72,9 @@ export class EpochBook {
    * weakly: the client outlives the Redlocks made on it, and a book that held its first
    * member's reader kept that member alive. Any one reads the same epochs, on the same connection.
    */
-  readonly #readers: WeakRef<EpochReader>[] = [];
+  #readers: WeakRef<EpochReader>[] = [];
+  /** How many readers there may be before the next sweep drops those collected (twice the live ones). */
+  #sweepAt = 8;
 
   constructor(member: string) {
     this.#member = member;
@@ -80,6 +82,11 @@ export class EpochBook {
 
   /** One more way to read the epochs: its owner keeps it alive for as long as it may be used. */
   addReader(read: EpochReader): void {
+    // A Redlock per job adds one each: the collected ones go, a sweep per doubling.
+    if (this.#readers.length >= this.#sweepAt) {
+      this.#readers = this.#readers.filter((reader) => reader.deref() !== undefined);
+      this.#sweepAt = Math.max(8, 2 * this.#readers.length);
+    }
     this.#readers.push(new WeakRef(read));
   }
 
