@@ -480,6 +480,11 @@ export class RedisMember implements Member {
     return () => listeners.delete(listener);
   }
 
+  /** Whether the user quit this member's client: nothing of ours may reconnect it or copy it. */
+  get clientEnded(): boolean {
+    return this.#client.state === 'ended';
+  }
+
   /** A new connection with the client's options, for SUBSCRIBE; its owner must close it (clients/connection.ts). */
   subscriber(wanted: () => boolean): Subscription {
     return this.#client.subscriber(wanted);

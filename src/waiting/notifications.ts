@@ -429,12 +429,12 @@ export class Notifications {
       this.#members.forEach((_, index) => {
         if (this.#subscribers[index] === undefined)
           this.#subscriber(index)
-            .subscribe()
+            ?.subscribe()
             .catch(() => undefined);
       });
       return watch;
     }
-    const subscribed = this.#members.map((_, index) => this.#subscriber(index).subscribe());
+    const subscribed = this.#members.map((_, index) => this.#subscriber(index)?.subscribe() ?? Promise.reject(new Error('the client was quit')));
     // A waiter needs a majority of announcements, so a majority of subscriptions is enough: a
     // member that is down must not hold up every waiter.
     watch.ready = atLeast(this.#quorum, subscribed).catch((error: Error) =>
@@ -451,10 +451,12 @@ export class Notifications {
     for (const stop of this.#endHeard) stop?.();
   }
 
-  #subscriber(index: number): Subscriber {
+  /** Member `index`'s subscriber, made on first need; none once the user quit that member's client (a duplicate of it would keep their process alive). */
+  #subscriber(index: number): Subscriber | undefined {
     const existing = this.#subscribers[index];
     if (existing) return existing;
     const member = this.#members[index]!;
+    if (member.clientEnded) return undefined;
     const watches = this.#watches;
     const connection = member.subscriber(() => !this.#closed && watches.size > 0);
     const subscriber = new Subscriber(

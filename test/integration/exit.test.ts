@@ -38,3 +38,12 @@ it('exits by itself after a failed wait on members that are all down, once the u
   expect(result, output).toBe(0);
   expect(output).toContain('done');
 });
+
+it('exits by itself when the user quits one client, the Redlock waits again, and then the rest are quit (no copy of the quit client is made)', async () => {
+  const { result, output } = await runChild(
+    'test/fixtures/exit-quit-one-child.ts',
+    servers.masters.map((m) => String(m.port)),
+  );
+  expect(result, output).toBe(0);
+  expect(output).toContain('done');
+});
