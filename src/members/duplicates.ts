@@ -33,16 +33,15 @@ const unwatched = new FinalizationRegistry<() => void>((stopListening) => stopLi
  * server (RedisMember.onServerFacts), for as long as anything votes with them: the Redlock, or a
  * lock, election or semaphore it made (each holds `context`). The clients, and the server watch
  * each client shares, outlive a Redlock made per job or request: the listener holds `context`
- * weakly, and once it is collected the watches drop the listener (at once, by the registry, or
- * at their next reading, when the listener says it is gone). Made here, not in the Redlock's
- * constructor, so that no closure of the constructor's keeps the context alive.
+ * weakly, and once it is collected the registry drops the listener from the watches (a reading
+ * in between finds nothing to mark). Made here, not in the Redlock's constructor, so that no
+ * closure of the constructor's keeps the context alive.
  */
 export function watchDuplicates(context: DuplicateContext): void {
   const ref = new WeakRef(context);
   const check = () => {
     const alive = ref.deref();
     if (alive) markDuplicates(alive.members, alive.settings.logger);
-    return alive !== undefined;
   };
   const stops = context.members.map((member) => member.onServerFacts(check));
   unwatched.register(context, () => {

@@ -473,8 +473,8 @@ export class RedisMember implements Member {
     this.#duplicateOf = of;
   }
 
-  /** Calls `listener` after every reading of the server's INFO, until it returns false or the returned function is called. */
-  onServerFacts(listener: () => boolean): () => void {
+  /** Calls `listener` after every reading of the server's INFO, until the returned function is called. */
+  onServerFacts(listener: () => void): () => void {
     const listeners = this.#server.listeners;
     listeners.add(listener);
     return () => listeners.delete(listener);

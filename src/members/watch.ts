@@ -33,11 +33,8 @@ export interface ServerWatch {
   connections: number;
   /** Settles once the first reading succeeded or failed. */
   readonly firstReading: Promise<void>;
-  /**
-   * Called after every reading, and when the connection is lost (the Redlock checks for duplicate
-   * members). A listener that returns false is gone (its Redlock was collected) and is dropped.
-   */
-  readonly listeners: Set<() => boolean | void>;
+  /** Called after every reading, and when the connection is lost (the Redlock checks for duplicate members). */
+  readonly listeners: Set<() => void>;
 }
 
 /** One watch per connection (one per client), however many Redlocks share it: one INFO per connect and per refresh. */
@@ -53,11 +50,6 @@ const SERVER_REFRESH_MS = 10_000;
 /** How soon a first reading that failed is tried again. */
 const FAILED_READING_RETRY_MS = 500;
 
-/** Calls `watch`'s listeners, dropping those that say they are gone. */
-function tell(watch: ServerWatch): void {
-  for (const listener of watch.listeners) if (listener() === false) watch.listeners.delete(listener);
-}
-
 /** A reading's facts, and what follows from them, set on `watch`; its listeners told. */
 function record(watch: ServerWatch, facts: ServerFacts, member: string, logger: Logger): void {
   const why = whyNotCounting(facts);
@@ -67,7 +59,7 @@ function record(watch: ServerWatch, facts: ServerFacts, member: string, logger: 
   watch.identity = serverIdentity(facts);
   watch.stale = false;
   watch.runId = facts.runId;
-  tell(watch);
+  for (const listener of watch.listeners) listener();
 }
 
 /**
@@ -128,7 +120,7 @@ export function watchServer(
   client.on('close', () => {
     watch.stale = true;
     watch.runId = undefined;
-    tell(watch);
+    for (const listener of watch.listeners) listener();
   });
   // In the background: the watch must never keep the process alive.
   const refresh = setInterval(read, SERVER_REFRESH_MS);
