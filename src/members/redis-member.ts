@@ -91,7 +91,7 @@ export function serverTopology(client: Connection): Topology {
 }
 
 /** Calls per socket write in a burst (#call). Each of our calls is 1 to 3 buffers for ioredis (the one adapter that corks). */
-const CORK_BATCH = 256;
+export const CORK_BATCH = 256;
 
 /**
  * One script call, as data: which script, its keys and its arguments, and for a write the epoch
