@@ -68,6 +68,25 @@ function checkLogger(value: unknown): Logger {
   return value as Logger;
 }
 
+/**
+ * The user's logger with every call guarded: a log line is never worth a lock. The library logs
+ * in the middle of its bookkeeping (a duplicate member is logged as it is marked, a lost lock as
+ * its state changes), and a logger that throws there (a closed destination, a serializer's bug)
+ * would stop that work part-way. What it throws is dropped.
+ */
+function guarded(logger: Logger): Logger {
+  const line =
+    (level: keyof Logger) =>
+    (object: object, message: string): void => {
+      try {
+        logger[level](object, message);
+      } catch {
+        // Dropped: see above.
+      }
+    };
+  return { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') };
+}
+
 function checkClock(value: unknown): Clock {
   const methods = ['now', 'sleep', 'epochMs', 'setTimer', 'clearTimer'] as const;
   if (typeof value !== 'object' || value === null || methods.some((name) => typeof (value as Record<string, unknown>)[name] !== 'function')) {
@@ -85,13 +104,14 @@ export function checkSettings(options: RedlockOptions = {}): Settings {
   checkOptionNames(options, redlockOptionNames);
   const maxLockTtl = options.maxLockTtl === undefined ? defaults.maxLockTtl : checkMaxLockTtl(options.maxLockTtl);
   const quarantine = options.quarantine === undefined ? defaults.quarantine : checkQuarantine(options.quarantine);
-  const logger = options.logger === undefined ? silentLogger : checkLogger(options.logger);
+  const given = options.logger === undefined ? silentLogger : checkLogger(options.logger);
+  const logger = given === silentLogger ? given : guarded(given);
   return {
     driftFactor: options.driftFactor === undefined ? defaults.driftFactor : checkDriftFactor(options.driftFactor),
     ...checkRetries(options, defaults),
     nodeTimeout: options.nodeTimeout === undefined ? defaults.nodeTimeout : checkNodeTimeout(options.nodeTimeout),
     logger,
-    debugging: debuggingOf(logger),
+    debugging: debuggingOf(given),
     clock: options.clock === undefined ? systemClock : checkClock(options.clock),
     maxLockTtl,
     quarantine,
@@ -107,7 +127,13 @@ export function checkSettings(options: RedlockOptions = {}): Settings {
 function debuggingOf(logger: Logger): () => boolean {
   if (logger === silentLogger) return () => false;
   const leveled = logger as { isLevelEnabled?(level: string): boolean };
-  return () => leveled.isLevelEnabled?.('debug') ?? true;
+  return () => {
+    try {
+      return leveled.isLevelEnabled?.('debug') ?? true;
+    } catch {
+      return false; // as guarded(): no line is wanted from a logger that throws
+    }
+  };
 }
 
 function checkQuarantine(value: unknown): boolean | 'from-restart' {

@@ -4,6 +4,7 @@
  * (as the events have one end: src/diagnostics.ts), and a member in its restart quarantine is
  * logged at info once per epoch, not on every vote.
  */
+import Redis from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock, type LockAcquireError } from '../../src/index.js';
@@ -138,6 +139,41 @@ describe('the restart quarantine in the log', () => {
       }
     } finally {
       await servers.heal();
+    }
+  });
+});
+
+describe('a logger that throws', () => {
+  /**
+   * The library logs in the middle of its bookkeeping: a member found to be another's server is
+   * logged at error as it is marked. A logger whose every method throws (a closed destination)
+   * stopped that check part-way: the duplicate was never marked (it kept counting wherever a
+   * round did not catch it itself), and what the logger threw escaped as an uncaught error from
+   * the server watch's listener, which ends a process that has no handler for it. Every call to
+   * the user's logger is guarded now (src/options/check.ts).
+   */
+  it('changes nothing: the duplicate is marked, and locks are taken, extended and released', async () => {
+    const calls: string[] = [];
+    const throwing = (level: string) => () => {
+      calls.push(level);
+      throw new Error(`the ${level} destination is closed`);
+    };
+    const logger = { debug: throwing('debug'), info: throwing('info'), warn: throwing('warn'), error: throwing('error'), isLevelEnabled: () => true };
+    const master = servers.masters[0]!;
+    const alias = new Redis({ host: 'localhost', family: 4, port: master.port }); // the same server as clients[0]
+    alias.on('error', () => {});
+    try {
+      await alias.ping();
+      const redlock = new Redlock([...servers.clients, alias], { logger, retryCount: 0 });
+      await eventually(async () => expect(redlock.members[3]!.notCounting).toMatch(/^the same server as /), 10_000);
+      expect(calls).toContain('error');
+      const lock = await redlock.acquire(fresh('log-throwing'), 10_000);
+      expect(calls).toContain('debug'); // 'lock acquired' was attempted
+      await lock.extend(10_000);
+      await lock.release();
+      expect(await servers.valuesOf(lock.resources[0]!)).toEqual([null, null, null]);
+    } finally {
+      alias.disconnect();
     }
   });
 });
