@@ -68,23 +68,42 @@ function checkLogger(value: unknown): Logger {
   return value as Logger;
 }
 
+/** Marks a logger guarded() made, so that one passed on (`redlock.settings.logger`) is not wrapped twice. */
+const GUARDED = Symbol.for('quorumlock.guardedLogger');
+
+/** A logger that says whether it wants lines of a level (pino's isLevelEnabled); guarded() makes one. */
+type LeveledLogger = Logger & { isLevelEnabled(level: string): boolean };
+
 /**
  * The user's logger with every call guarded: a log line is never worth a lock. The library logs
  * in the middle of its bookkeeping (a duplicate member is logged as it is marked, a lost lock as
  * its state changes), and a logger that throws there (a closed destination, a serializer's bug)
- * would stop that work part-way. What it throws is dropped.
+ * would stop that work part-way, or end the process from a listener. What it throws, or what a
+ * promise it returns rejects with, is dropped. isLevelEnabled answers as the logger's does (true
+ * for a logger without one, false for one that throws).
  */
-function guarded(logger: Logger): Logger {
+function guarded(logger: Logger): LeveledLogger {
+  if ((logger as { [GUARDED]?: true })[GUARDED]) return logger as LeveledLogger;
+  const dropped = (): undefined => undefined;
   const line =
     (level: keyof Logger) =>
     (object: object, message: string): void => {
       try {
-        logger[level](object, message);
+        const returned: unknown = logger[level](object, message);
+        if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function') (returned as PromiseLike<unknown>).then(undefined, dropped);
       } catch {
         // Dropped: see above.
       }
     };
-  return { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error') };
+  const leveled = logger as { isLevelEnabled?(level: string): boolean };
+  const isLevelEnabled = (level: string): boolean => {
+    try {
+      return leveled.isLevelEnabled?.(level) ?? true;
+    } catch {
+      return false;
+    }
+  };
+  return Object.freeze({ debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error'), isLevelEnabled, [GUARDED]: true as const });
 }
 
 function checkClock(value: unknown): Clock {
@@ -104,14 +123,13 @@ export function checkSettings(options: RedlockOptions = {}): Settings {
   checkOptionNames(options, redlockOptionNames);
   const maxLockTtl = options.maxLockTtl === undefined ? defaults.maxLockTtl : checkMaxLockTtl(options.maxLockTtl);
   const quarantine = options.quarantine === undefined ? defaults.quarantine : checkQuarantine(options.quarantine);
-  const given = options.logger === undefined ? silentLogger : checkLogger(options.logger);
-  const logger = given === silentLogger ? given : guarded(given);
+  const logger = options.logger === undefined || options.logger === silentLogger ? undefined : guarded(checkLogger(options.logger));
   return {
     driftFactor: options.driftFactor === undefined ? defaults.driftFactor : checkDriftFactor(options.driftFactor),
     ...checkRetries(options, defaults),
     nodeTimeout: options.nodeTimeout === undefined ? defaults.nodeTimeout : checkNodeTimeout(options.nodeTimeout),
-    logger,
-    debugging: debuggingOf(given),
+    logger: logger ?? silentLogger,
+    debugging: debuggingOf(logger),
     clock: options.clock === undefined ? systemClock : checkClock(options.clock),
     maxLockTtl,
     quarantine,
@@ -122,18 +140,11 @@ export function checkSettings(options: RedlockOptions = {}): Settings {
 
 /**
  * Settings.debugging for `logger`: never for the silent default; else asked per line, since a
- * pino logger's level may change at run time (a logger without isLevelEnabled always wants them).
+ * pino logger's level may change at run time.
  */
-function debuggingOf(logger: Logger): () => boolean {
-  if (logger === silentLogger) return () => false;
-  const leveled = logger as { isLevelEnabled?(level: string): boolean };
-  return () => {
-    try {
-      return leveled.isLevelEnabled?.('debug') ?? true;
-    } catch {
-      return false; // as guarded(): no line is wanted from a logger that throws
-    }
-  };
+function debuggingOf(logger: LeveledLogger | undefined): () => boolean {
+  if (logger === undefined) return () => false;
+  return () => logger.isLevelEnabled('debug');
 }
 
 function checkQuarantine(value: unknown): boolean | 'from-restart' {

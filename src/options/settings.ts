@@ -109,7 +109,10 @@ export interface Settings {
   retryJitter: number;
   /** RedlockOptions.nodeTimeout: ms each member gets to answer each call. */
   nodeTimeout: number;
-  /** RedlockOptions.logger: the silent logger unless one was given. */
+  /**
+   * RedlockOptions.logger, each call guarded (what it throws is dropped: src/options/check.ts),
+   * or the silent logger if none was given.
+   */
   logger: Logger;
   /**
    * Whether `logger` wants debug lines now: asked before each one, so that the hot path builds

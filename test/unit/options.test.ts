@@ -158,6 +158,48 @@ describe('constructor settings (checkSettings)', () => {
     // A logger that cannot say its level gets every line.
     expect(checkSettings({ logger: { debug: silent, info: silent, warn: silent, error: silent } }).debugging()).toBe(true);
   });
+
+  it('the logger is guarded: what it throws or rejects with is dropped, its level still asked, and a guarded one is not wrapped again', async () => {
+    const seen: string[] = [];
+    const rejected: unknown[] = [];
+    const onRejection = (reason: unknown) => rejected.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const logger = {
+        debug: () => {
+          seen.push('debug');
+          throw new Error('closed');
+        },
+        info: async () => {
+          seen.push('info');
+          throw new Error('closed later');
+        },
+        warn: () => seen.push('warn'),
+        error: () => seen.push('error'),
+        isLevelEnabled: () => {
+          throw new Error('no level');
+        },
+      };
+      const settings = checkSettings({ logger });
+      settings.logger.debug({}, 'a');
+      settings.logger.info({}, 'b');
+      settings.logger.warn({}, 'c');
+      settings.logger.error({}, 'd');
+      expect(seen).toEqual(['debug', 'info', 'warn', 'error']);
+      expect(settings.debugging()).toBe(false); // a logger whose level cannot be read gets no debug lines
+      await new Promise((resolve) => setTimeout(resolve, 10)); // an unhandled rejection would be reported by now
+      expect(rejected).toEqual([]);
+
+      const pinoLogger = pino({ level: 'info' }, { write: () => undefined });
+      const passedOn = checkSettings({ logger: checkSettings({ logger: pinoLogger }).logger });
+      expect(checkSettings({ logger: passedOn.logger }).logger).toBe(passedOn.logger);
+      expect(passedOn.debugging()).toBe(false);
+      pinoLogger.level = 'debug';
+      expect(passedOn.debugging()).toBe(true);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
 });
 
 describe('members (checkMembers)', () => {
