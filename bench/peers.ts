@@ -125,23 +125,25 @@ export const checkedKeys = (resource: string): string[] => [...resourceKeys([res
  * tick uncorks it, and a long burst is flushed every CORK_BATCH calls.
  */
 function corkTick(client: Redis): void {
+  const corked = corkedTicks.get(client);
+  if (corked !== undefined) {
+    // The stream corked at the tick's first call, not client.stream now: a reconnect may replace it.
+    if (++corked.calls < CORK_BATCH) return;
+    corked.stream.uncork();
+    corked.stream.cork();
+    corked.calls = 0;
+    return;
+  }
   const stream = client.stream;
   if (!stream?.writable || client.status !== 'ready') return;
-  const calls = corkedCalls.get(client);
-  if (calls !== undefined) {
-    if (calls + 1 < CORK_BATCH) return void corkedCalls.set(client, calls + 1);
-    stream.uncork();
-    stream.cork();
-    return void corkedCalls.set(client, 0);
-  }
   stream.cork();
-  corkedCalls.set(client, 0);
+  corkedTicks.set(client, { stream, calls: 0 });
   nextTick(() => {
-    corkedCalls.delete(client);
+    corkedTicks.delete(client);
     stream.uncork();
   });
 }
-const corkedCalls = new Map<Redis, number>();
+const corkedTicks = new Map<Redis, { stream: Redis['stream']; calls: number }>();
 
 const checked: Peer = {
   name: 'checked floor',

@@ -368,9 +368,13 @@ function verdict(measured: number, target: number, direction: '≤' | '≥'): st
  * what quorumlock misses it by is its own work (not bounded).
  */
 function bound(floorMisses: boolean | undefined): string {
-  if (floorMisses === undefined) return '';
+  if (floorMisses === undefined) return `; the ${CHECKED} is not comparable here`;
   return floorMisses ? `; bounded: the ${CHECKED} misses it too` : `; **not bounded**: the ${CHECKED} meets it`;
 }
+
+/** `misses(...values)` when every value was measured (finite), else undefined: missing data bounds nothing. */
+const ifMeasured = (misses: (...values: number[]) => boolean, ...values: (number | undefined)[]): boolean | undefined =>
+  values.every((value) => value !== undefined && Number.isFinite(value)) ? misses(...(values as number[])) : undefined;
 
 function evaluateTargets(r: Results, ms: (n: number | undefined) => string): Target[] {
   const f = r.figures;
@@ -387,14 +391,14 @@ function evaluateTargets(r: Results, ms: (n: number | undefined) => string): Tar
     const best = rows.filter((row) => peers.includes(row.client)).sort((a, b) => a.cycleMs.p50 - b.cycleMs.p50)[0];
     const toBest = best ? ql.cycleMs.p50 / best.cycleMs.p50 : NaN;
     const misses: string[] = [];
-    const floorRatio = checked ? checked.cycleMs.p50 / raw.cycleMs.p50 : undefined;
-    const floorToBest = checked && best ? checked.cycleMs.p50 / best.cycleMs.p50 : undefined;
-    if (!(ratio <= 1.25))
+    const floorP50 = checked?.cycleMs.p50;
+    if (!Number.isFinite(ratio)) misses.push('not measured');
+    else if (!(ratio <= 1.25))
       misses.push(
-        (Number.isFinite(ratio) ? `${((ratio / 1.25 - 1) * 100).toFixed(0)} % over 1.25× raw` : 'not measured') +
-          bound(floorRatio === undefined ? undefined : !(floorRatio <= 1.25)),
+        `${((ratio / 1.25 - 1) * 100).toFixed(0)} % over 1.25× raw${bound(ifMeasured((floor, ref) => floor / ref > 1.25, floorP50, raw.cycleMs.p50))}`,
       );
-    if (best && !(toBest <= 1.1)) misses.push(`${toBest.toFixed(2)}× ${best.client}` + bound(floorToBest === undefined ? undefined : !(floorToBest <= 1.1)));
+    if (best && Number.isFinite(toBest) && !(toBest <= 1.1))
+      misses.push(`${toBest.toFixed(2)}× ${best.client}${bound(ifMeasured((floor, ref) => floor / ref > 1.1, floorP50, best.cycleMs.p50))}`);
     targets.push({
       target: '1. uncontended acquire + release p50 ≤ 1.25× raw and ≤ 1.10× the fastest peer',
       measured: `${ratio.toFixed(2)}× raw (${ms(ql.cycleMs.p50)} vs ${ms(raw.cycleMs.p50)}); fastest peer ${best ? `${best.client} ${ms(best.cycleMs.p50)} (${(best.cycleMs.p50 / raw.cycleMs.p50).toFixed(2)}× raw; quorumlock ${toBest.toFixed(2)}× it)` : '–'}${checked ? `; ${CHECKED} ${ms(checked.cycleMs.p50)} (${(checked.cycleMs.p50 / raw.cycleMs.p50).toFixed(2)}× raw; quorumlock ${(ql.cycleMs.p50 / checked.cycleMs.p50).toFixed(2)}× it)` : ''}`,
@@ -421,7 +425,7 @@ function evaluateTargets(r: Results, ms: (n: number | undefined) => string): Tar
       const floorRate = perSecond(CHECKED, c);
       if (floor !== undefined && !(ours >= floor * best.value)) {
         slow.push(c);
-        slowBounds.push(`c = ${c}${bound(Number.isFinite(floorRate) ? !(floorRate >= floor * best.value) : undefined)}`);
+        slowBounds.push(`c = ${c}${bound(failed(CHECKED, c) > 0 ? undefined : ifMeasured((rate, ref) => rate < floor * ref, floorRate, best.value))}`);
       }
       if (failed(QL, c) > 0) failing.push(c);
       const checkedNote = Number.isFinite(floorRate) ? `; ${CHECKED} ${floorRate.toFixed(0)}, quorumlock ${(ours / floorRate).toFixed(2)}× it` : '';
@@ -439,7 +443,7 @@ function evaluateTargets(r: Results, ms: (n: number | undefined) => string): Tar
       const ours = cpu(QL, c);
       const theirs = cpu('node-redlock', c);
       const floorCpu = cpu(CHECKED, c);
-      if ((c === 1 || c === 512) && !(ours <= theirs)) over.push(`c = ${c}${bound(Number.isFinite(floorCpu) ? !(floorCpu <= theirs) : undefined)}`);
+      if ((c === 1 || c === 512) && !(ours <= theirs)) over.push(`c = ${c}${bound(ifMeasured((floorUs, ref) => floorUs > ref, floorCpu, theirs))}`);
       return `c = ${c}: ${ours.toFixed(0)} vs ${theirs.toFixed(0)} µs (${(ours / theirs).toFixed(2)}×${Number.isFinite(floorCpu) ? `; ${CHECKED} ${floorCpu.toFixed(0)} µs` : ''})`;
     });
     targets.push({
@@ -462,11 +466,11 @@ function evaluateTargets(r: Results, ms: (n: number | undefined) => string): Tar
       const checkedNote = Number.isFinite(floorCall)
         ? `; ${CHECKED} ${floorCall.toFixed(1)} µs (${(floorCall / theirs).toFixed(2)}× node-redlock's; quorumlock ${(ours / floorCall).toFixed(2)}× it)`
         : '';
-      const missed = !(ours / theirs <= 1.3);
+      const missed = Number.isFinite(ours / theirs) && !(ours / theirs <= 1.3);
       targets.push({
         target: `4. server time per ${phase} script call (INFO commandstats) ≤ 1.3× node-redlock's`,
         measured: `${ours.toFixed(1)} vs ${theirs.toFixed(1)} µs (${(ours / theirs).toFixed(2)}×)${checkedNote}`,
-        verdict: verdict(ours / theirs, 1.3, '≤') + (missed ? bound(Number.isFinite(floorCall) ? !(floorCall / theirs <= 1.3) : undefined) : ''),
+        verdict: verdict(ours / theirs, 1.3, '≤') + (missed ? bound(ifMeasured((floorUs, ref) => floorUs / ref > 1.3, floorCall, theirs)) : ''),
       });
     }
   }
