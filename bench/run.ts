@@ -62,8 +62,8 @@ const wants = (figure: number) => (only ? only.has(figure) : figure !== 6 || !qu
 const limits: Limits = { opTimeoutMs: Number(values['op-timeout']), maxTroubled: quick ? 1 : 3 };
 const plan = {
   uncontended: { cycles: quick ? 300 : 3000, warmup: quick ? 50 : 200 },
-  throughput: { concurrency: [1, 16, 128, 512], sliceMs: quick ? 500 : 3000, rounds: quick ? 1 : 2 },
-  handoff: { seconds: quick ? 2 : 5, rounds: quick ? 1 : 2, ttl: Number(values['handoff-ttl']) },
+  throughput: { concurrency: [1, 16, 128, 512], sliceMs: quick ? 500 : 3000, rounds: quick ? 1 : 3 },
+  handoff: { seconds: quick ? 2 : 5, rounds: quick ? 1 : 3, ttl: Number(values['handoff-ttl']) },
   twoPaused: { cycles: quick ? 100 : 1000, warmup: quick ? 20 : 100 },
   threePaused: { samples: quick ? 10 : 50 },
   memory: { cycles: values.cycles ? Number(values.cycles) : quick ? 100_000 : 1_000_000, concurrency: 128 },
