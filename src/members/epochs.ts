@@ -47,18 +47,15 @@ export type EpochReader = (epochKey: string) => Promise<string>;
  * connection.
  */
 export function epochBookOf(client: Pick<Connection, 'state' | 'on'>, member: string, read: EpochReader, single?: string): EpochBook {
-  let book = books.get(client);
-  if (book !== undefined) {
-    book.addReader(read);
-    return book;
-  }
-  books.set(client, (book = new EpochBook(member)));
+  const existing = books.get(client);
+  const book = existing ?? new EpochBook(member);
   book.addReader(read);
+  if (existing !== undefined) return book;
+  books.set(client, book);
   if (single !== undefined) {
-    const known = book;
-    client.on('ready', () => known.refresh(single));
+    client.on('ready', () => book.refresh(single));
     // Not on a client that is not connected yet (lazyConnect): the Redlock must not connect it.
-    if (client.state === 'ready') known.refresh(single);
+    if (client.state === 'ready') book.refresh(single);
   }
   return book;
 }

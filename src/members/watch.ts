@@ -50,6 +50,11 @@ const SERVER_REFRESH_MS = 10_000;
 /** How soon a first reading that failed is tried again. */
 const FAILED_READING_RETRY_MS = 500;
 
+/** Calls `watch`'s listeners. */
+function tell(watch: ServerWatch): void {
+  for (const listener of watch.listeners) listener();
+}
+
 /** A reading's facts, and what follows from them, set on `watch`; its listeners told. */
 function record(watch: ServerWatch, facts: ServerFacts, member: string, logger: Logger): void {
   const why = whyNotCounting(facts);
@@ -59,7 +64,7 @@ function record(watch: ServerWatch, facts: ServerFacts, member: string, logger: 
   watch.identity = serverIdentity(facts);
   watch.stale = false;
   watch.runId = facts.runId;
-  for (const listener of watch.listeners) listener();
+  tell(watch);
 }
 
 /**
@@ -120,7 +125,7 @@ export function watchServer(
   client.on('close', () => {
     watch.stale = true;
     watch.runId = undefined;
-    for (const listener of watch.listeners) listener();
+    tell(watch);
   });
   // In the background: the watch must never keep the process alive.
   const refresh = setInterval(read, SERVER_REFRESH_MS);
