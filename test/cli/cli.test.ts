@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { TestMasters } from '../integration/masters.js';
-import { cli, events, nodeCommand, runCli, withMasters } from './spawn.js';
+import { cli, events, everyMemberHolds, nodeCommand, runCli, within, withMasters } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -105,7 +105,7 @@ describe('run', () => {
       'process.on("SIGTERM", () => { console.log("child got SIGTERM"); process.exit(42); }); console.log("holding"); setTimeout(() => {}, 20000)',
     );
     await holder.waitFor('holding');
-    expect((await t.valuesOf('forwarded')).every((value) => value !== null)).toBe(true);
+    await within(3000, () => everyMemberHolds(t, 'forwarded'), 'the lock held on every member');
     holder.child.kill('SIGTERM');
     const { code, stdout } = await holder.done;
     expect(code).toBe(42);

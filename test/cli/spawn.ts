@@ -90,6 +90,14 @@ export async function within(timeoutMs: number, condition: () => boolean | Promi
   }
 }
 
+/**
+ * Whether every member holds `resource`'s key. A `run` starts its command once a majority
+ * granted; the last member's key may land later (its acquire waits for that member's epoch
+ * read): wait for it with within(), not one read.
+ */
+export const everyMemberHolds = async (masters: TestMasters, resource: string): Promise<boolean> =>
+  (await masters.valuesOf(resource)).every((value) => value !== null);
+
 /** Runs the CLI with `args`; QUORUMLOCK_MEMBERS is cleared unless `env` sets it. */
 export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
   return spawnCli(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], env);

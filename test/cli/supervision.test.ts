@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resourceKeys } from '../../src/store/keys.js';
 import type { TestMasters } from '../integration/masters.js';
-import { alive, builtBin, builtCli, events, removeBuiltBin, stateOf, within, withMasters, type Cli } from './spawn.js';
+import { alive, builtBin, builtCli, events, everyMemberHolds, removeBuiltBin, stateOf, within, withMasters, type Cli } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -88,10 +88,9 @@ describe('the command and everything it starts stop with the lock', () => {
   it('run SIGKILLed: its watchdog kills the command and its grandchild while the lock still holds', async () => {
     const holder = await builtCli(['run', '--members', members, '--resource', 'group-sigkill', '--ttl', '6s', ...WITH_GRANDCHILD]);
     const { shell, grandchild } = await pidsOf(holder);
-    // The command starts once a majority granted; the last member's key may land later (its
-    // acquire waits for that member's epoch read). Killed only once every member holds it, so the
-    // check below sees what the kill left, not how far the acquire had got.
-    const heldEverywhere = async () => (await t.valuesOf('group-sigkill')).every((value) => value !== null);
+    // Killed only once every member holds it (everyMemberHolds says why it may come later), so
+    // the check below sees what the kill left, not how far the acquire had got.
+    const heldEverywhere = () => everyMemberHolds(t, 'group-sigkill');
     await within(3000, heldEverywhere, 'the lock held on every member');
     holder.child.kill('SIGKILL');
     const ms = await within(3000, () => gone(shell, grandchild), 'the command and its grandchild gone');
@@ -125,7 +124,7 @@ describe('supervisors: a forwarded SIGTERM ends quorumlock by SIGTERM, after cle
   it('run: the command dies of the SIGTERM, the lock is released, and run dies by SIGTERM (not exit 143)', async () => {
     const holder = await builtCli(['run', '--members', members, '--resource', 'sigterm-run', '--ttl', '5s', ...WITH_GRANDCHILD]);
     const { shell, grandchild } = await pidsOf(holder);
-    expect((await t.valuesOf('sigterm-run')).every((value) => value !== null)).toBe(true);
+    await within(3000, () => everyMemberHolds(t, 'sigterm-run'), 'the lock held on every member');
     holder.child.kill('SIGTERM');
     const done = await holder.done;
     expect(done).toMatchObject({ code: null, signal: 'SIGTERM' });
