@@ -44,7 +44,6 @@ export function clusterTopology(cluster: Connection): Topology {
   return {
     keysOf: (resources) => resourceKeys(resources, keyPrefix),
     epochKeyOf: (resources) => clusterEpochKey(keyPrefix + resources[0]!),
-    keysAndEpochOf: (resources) => [...resourceKeys(resources, keyPrefix), clusterEpochKey(keyPrefix + resources[0]!)],
     everyEpochKey: allClusterEpochKeys,
     readFacts: () => clusterFacts(masters),
     // The client writes each call on its node's connection itself: nothing of ours to cork.

@@ -119,23 +119,35 @@ export class EpochBook {
   }
 
   /**
-   * Sends `send(epochId)` bound to the epoch last read for `epochKey` (read first when none is
-   * known). Synchronous when one is known: the call is written in the tick it was made, so calls
-   * keep their order on the connection. Calls made while a read is pending chain on that one read,
-   * in the order they were made.
+   * Sends `send(epochId, failed)` bound to the epoch last read for `epochKey` (read first when none
+   * is known). Synchronous when one is known: the call is written in the tick it was made, so
+   * calls keep their order on the connection. Calls made while a read is pending chain on that
+   * one read, in the order they were made. `send` settles its call in the one reaction it has
+   * (RedisMember #call), and hands what it fails with to `failed`: the refusal handling below, with
+   * no promise of its own per call. What the call fails with in the end goes to `fail` if given
+   * (what it returns is the call's result), else it is thrown.
    */
-  bind<T>(epochKey: string, send: (epochId: string) => Promise<T>, open?: () => boolean): Promise<T> {
-    const known = this.#known.get(epochKey);
-    const sent = known !== undefined ? send(known.id) : this.#readOnce(epochKey).then(send);
-    return sent.catch((error: unknown) => {
-      const found = this.#refused(epochKey, error);
+  bind<T>(
+    epochKey: string,
+    send: (epochId: string, failed: (error: unknown) => T | Promise<T>) => Promise<T>,
+    open?: () => boolean,
+    fail?: (error: unknown) => T,
+  ): Promise<T> {
+    const failed = (error: unknown): T | Promise<T> => {
+      const refusal = this.#refusal(epochKey, error);
       // The call wrote nothing. While its round still waits for it, it is sent once more, bound
       // to the epoch found, as a call made now would be. A refusal that comes after the round is
       // over (a re-sent call, a late copy) is not sent again: a write nobody waits for is what
       // left a full-ttl key behind a released lock.
-      if (open?.()) return send(found.id).catch((again: unknown) => this.#refused(epochKey, again).throw());
-      return found.throw();
-    });
+      if (refusal.id !== undefined && open?.()) return send(refusal.id, (again) => end(fail, this.#refusal(epochKey, again).error));
+      return end(fail, refusal.error);
+    };
+    const known = this.#known.get(epochKey);
+    if (known !== undefined) return send(known.id, failed);
+    return this.#readOnce(epochKey).then(
+      (id) => send(id, failed),
+      (error: unknown) => end(fail, error),
+    );
   }
 
   #readOnce(epochKey: string): Promise<string> {
@@ -150,7 +162,7 @@ export class EpochBook {
         (error: unknown) => {
           this.#reading.delete(epochKey);
           // epoch.lua never answers with an epoch refusal; a non-master is typed here.
-          return this.#refused(epochKey, error).throw();
+          throw this.#refusal(epochKey, error).error;
         },
       );
       this.#reading.set(epochKey, reading);
@@ -164,21 +176,23 @@ export class EpochBook {
   }
 
   /**
-   * A refusal of _bound.lua: the epoch it found (adopted, so the next call binds to it) and the
-   * typed error to throw. Any other error is thrown as it is; a non-master as a typed error.
+   * What a failed call says: for a refusal of _bound.lua, the epoch it found (`id`, adopted, so the
+   * next call binds to it) and the typed error to end with; a non-master as a typed error; any
+   * other error as it is.
    */
-  #refused(epochKey: string, error: unknown): { id: string; throw(): never } {
+  #refusal(epochKey: string, error: unknown): { id?: string; error: unknown } {
     const message = error instanceof Error ? error.message : '';
-    if (message.startsWith(ROLE_REFUSAL)) throw notMasterError(this.#member);
-    if (!message.startsWith(EPOCH_REFUSAL)) throw error;
+    if (message.startsWith(ROLE_REFUSAL)) return { error: notMasterError(this.#member) };
+    if (!message.startsWith(EPOCH_REFUSAL)) return { error };
     const id = message.slice(EPOCH_REFUSAL.length).trim();
     const was = this.#known.get(epochKey)?.id;
     this.adopt(epochKey, id);
-    return {
-      id,
-      throw: () => {
-        throw epochChangedError(this.#member, was, id);
-      },
-    };
+    return { id, error: epochChangedError(this.#member, was, id) };
   }
+}
+
+/** How a bound call ends that failed for good: `fail`'s result, or the error thrown. */
+function end<T>(fail: ((error: unknown) => T) | undefined, error: unknown): T {
+  if (fail === undefined) throw error;
+  return fail(error);
 }

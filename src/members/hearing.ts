@@ -48,7 +48,9 @@ export class Hearing {
   }
 
   #entry(clock: Clock): { at: number } | undefined {
-    return this.#at.find((entry) => entry.clock.deref() === clock);
+    // A loop, not find(): a round reads this per pending member, and find's callback is a closure per read.
+    for (const entry of this.#at) if (entry.clock.deref() === clock) return entry;
+    return undefined;
   }
 }
 

@@ -53,16 +53,18 @@ import { hearingOf, type Hearing } from './hearing.js';
  * of acquires a second its ephemerons cost the garbage collector more than the keys cost to make.)
  */
 let lastKeys: { resources: readonly string[]; keys: readonly string[] } | undefined;
-let lastKeysAndEpoch: { resources: readonly string[]; keys: readonly string[] } | undefined;
 
 function keysOf(resources: readonly string[]): readonly string[] {
   if (lastKeys?.resources !== resources) lastKeys = { resources, keys: resourceKeys(resources) };
   return lastKeys.keys;
 }
 
-function keysAndEpochOf(resources: readonly string[]): readonly string[] {
-  if (lastKeysAndEpoch?.resources !== resources) lastKeysAndEpoch = { resources, keys: [...keysOf(resources), EPOCH_KEY] };
-  return lastKeysAndEpoch.keys;
+/** A write's KEYS, the epoch hash last (#call), remembered for the last keys asked: a round's members are asked for the same array in turn (keysOf). */
+let lastBound: { keys: readonly string[]; epochKey: string; all: readonly string[] } | undefined;
+
+function keysWithEpoch(keys: readonly string[], epochKey: string): readonly string[] {
+  if (lastBound?.keys !== keys || lastBound.epochKey !== epochKey) lastBound = { keys, epochKey, all: [...keys, epochKey] };
+  return lastBound.all;
 }
 
 const EPOCH_KEYS = [EPOCH_KEY] as const;
@@ -76,7 +78,6 @@ export function serverTopology(client: Connection): Topology {
   return {
     keysOf,
     epochKeyOf: () => EPOCH_KEY,
-    keysAndEpochOf,
     everyEpochKey: () => EPOCH_KEYS,
     // A stand-in client without INFO (the drift simulator's) has no facts to read.
     readFacts:
@@ -166,8 +167,8 @@ export class RedisMember implements Member {
    * Sends a script that writes, bound to the epoch last read on `epochKey` (epochs.ts): the only
    * way a writing script is sent. Its KEYS get the epoch hash last, its ARGV the epoch id first.
    */
-  #write<T>(command: ScriptCall & { epochKey: string }, open?: Open): Promise<T> {
-    return this.#epochs.bind(command.epochKey, (epochId) => this.#call<T>(command, epochId), open);
+  #write<R, T = R>(command: ScriptCall & { epochKey: string }, open?: Open, decode?: (reply: R) => T): Promise<T> {
+    return this.#epochs.bind<T>(command.epochKey, (epochId, failed) => this.#call(command, epochId, decode, failed), open);
   }
 
   /** How to uncork the socket corked for the current tick (see #call), if any, and the calls written into it. */
@@ -183,8 +184,17 @@ export class RedisMember implements Member {
    * (docs/internals.md#auto-pipelining). Batching stays, in order, where the library writes on
    * one socket (ioredis): the first call in a tick corks it and the end of the tick uncorks it,
    * so the tick's calls share one write syscall.
+   *
+   * The reply is settled here, in the call's one reaction: `decode` (the reply as it is when
+   * absent) and, for what it fails with, `failed` (the epoch binding's, epochs.ts). A layer that
+   * chained a reaction of its own instead would keep one more promise per call in flight.
    */
-  #call<T>({ script, keys, args, epochKey }: ScriptCall, epochId?: string): Promise<T> {
+  #call<R, T = R>(
+    { script, keys, args, epochKey }: ScriptCall,
+    epochId?: string,
+    decode?: (reply: R) => T | Promise<T>,
+    failed?: (error: unknown) => T | Promise<T>,
+  ): Promise<T> {
     // libuv writes at most 1024 buffers per writev: a burst of thousands of calls in one corked
     // tick would go out a thousand per event-loop turn. Flushing every CORK_BATCH calls keeps a
     // burst one write per batch, all in this tick, still in call order.
@@ -195,13 +205,17 @@ export class RedisMember implements Member {
     }
     if (this.#uncork === undefined) this.#corkFor();
     const sha = script in BINDABLE ? this.#boundSha(script as Bindable) : undefined;
-    const allKeys = epochKey === undefined ? keys : [...keys, epochKey];
+    const allKeys = epochKey === undefined ? keys : keysWithEpoch(keys, epochKey);
     const allArgs = epochKey === undefined ? args : [epochId!, ...args];
-    if (sha === undefined) return this.#client.script(script, allKeys, allArgs) as Promise<T>;
+    if (sha === undefined) {
+      const sent = this.#client.script(script, allKeys, allArgs) as Promise<R>;
+      return decode === undefined && failed === undefined ? (sent as Promise<unknown> as Promise<T>) : sent.then(decode, failed);
+    }
     // A bound copy: by EVALSHA only, never EVAL (binding.ts), on the same ordered path.
-    return (this.#client.evalsha!(sha, allKeys, allArgs) as Promise<T>).catch((error: Error) => {
-      if (error.message.includes('NOSCRIPT')) this.#binding.missing(sha);
-      throw error;
+    return (this.#client.evalsha!(sha, allKeys, allArgs) as Promise<R>).then(decode, (error: Error) => {
+      if (error?.message?.includes('NOSCRIPT')) this.#binding.missing(sha);
+      if (failed === undefined) throw error;
+      return failed(error);
     });
   }
 
@@ -234,26 +248,23 @@ export class RedisMember implements Member {
     const script = isShared(request.value) ? 'quorumlockAcquireShared' : 'quorumlockAcquire';
     // `settled` is read when the call is bound (after a first epoch read, if one was needed).
     let settled = '';
-    // One reaction for the reply and the refusal (not an async function and a catch): per member and attempt.
-    return this.#epochs
-      .bind(
-        epochKey,
-        (epochId) => {
-          settled = this.#epochs.settledId(epochKey, request.quarantineMs);
-          return this.#call<number | unknown[]>({ script, keys: this.#topology.keysOf(resources), args: acquireArgs(request, settled), epochKey }, epochId);
-        },
-        open,
-      )
-      .then(
-        (reply) => this.#acquired(epochKey, decodeAcquire(reply, settled, request.fencing), request.quarantineMs),
-        (error: { code?: string }) => {
-          // A server that is not a plain master set nothing and never counts, as before the binding:
-          // the server watch's reason when it has one (it says why: a replica, an INFO without a role).
-          if (error.code === codes.QUORUMLOCK_ERR_NOT_MASTER)
-            return { vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting ?? 'not a master' } satisfies AcquireVote;
-          throw error;
-        },
-      );
+    // The reply, the refusal and the decoding in the call's one reaction (#call): per member and attempt.
+    return this.#epochs.bind<AcquireVote>(
+      epochKey,
+      (epochId, failed) => {
+        settled = this.#epochs.settledId(epochKey, request.quarantineMs);
+        const call: ScriptCall = { script, keys: this.#topology.keysOf(resources), args: acquireArgs(request, settled), epochKey };
+        return this.#call(call, epochId, (reply: number | unknown[]) => this.#acquired(epochKey, decodeAcquire(reply, settled, request.fencing), request.quarantineMs), failed);
+      },
+      open,
+      (error) => {
+        // A server that is not a plain master set nothing and never counts, as before the binding:
+        // the server watch's reason when it has one (it says why: a replica, an INFO without a role).
+        if ((error as { code?: string }).code === codes.QUORUMLOCK_ERR_NOT_MASTER)
+          return { vote: 'quarantined', quarantinedForMs: NOT_COUNTING, notCounting: this.notCounting ?? 'not a master' } satisfies AcquireVote;
+        throw error;
+      },
+    );
   }
 
   /** What an acquire's decoded reply counts as here: a refusal as it is; a yes once this member's server is known, if it may count. */
@@ -297,16 +308,19 @@ export class RedisMember implements Member {
     return this.#server.why;
   }
 
-  /** The KEYS of the scripts that keep lines (resourceKeys), and the epoch hash they are bound to. */
-  #lines(resources: readonly string[]): { keys: readonly string[]; epochKey: string } {
-    return { keys: this.#topology.keysOf(resources), epochKey: this.#topology.epochKeyOf(resources) };
+  /**
+   * A call of a script that keeps lines: its KEYS are resourceKeys, bound to their epoch hash.
+   * Built whole, not spread into a literal: once per member and release (docs/internals.md, "Object spread on Node 20").
+   */
+  #lineCall(script: 'quorumlockRelease' | 'quorumlockLeave', resources: readonly string[], args: readonly string[]): ScriptCall & { epochKey: string } {
+    return { script, keys: this.#topology.keysOf(resources), args, epochKey: this.#topology.epochKeyOf(resources) };
   }
 
   extend(resources: readonly string[], call: ExtendCall, open?: Open): Promise<ExtendReply> {
     const shared = isShared(call.value);
     const keys = shared ? this.#topology.keysOf(resources) : resources;
     const script = shared ? 'quorumlockExtendShared' : 'quorumlockExtend';
-    return this.#write<number>({ script, keys, epochKey: this.#topology.epochKeyOf(resources), args: extendArgs(call) }, open).then(decodeExtend);
+    return this.#write({ script, keys, epochKey: this.#topology.epochKeyOf(resources), args: extendArgs(call) }, open, decodeExtend);
   }
 
   /**
@@ -316,11 +330,11 @@ export class RedisMember implements Member {
    * acquire's second copy is written before this one's).
    */
   release(resources: readonly string[], call: ReleaseCall): Promise<number> {
-    return this.#write({ script: 'quorumlockRelease', ...this.#lines(resources), args: releaseArgs(call) }, always);
+    return this.#write(this.#lineCall('quorumlockRelease', resources, releaseArgs(call)), always);
   }
 
   leave(resources: readonly string[], call: LeaveCall): Promise<number> {
-    return this.#write({ script: 'quorumlockLeave', ...this.#lines(resources), args: leaveArgs(call) }, always);
+    return this.#write(this.#lineCall('quorumlockLeave', resources, leaveArgs(call)), always);
   }
 
   /**
@@ -331,12 +345,10 @@ export class RedisMember implements Member {
     return this.#server.facts !== undefined && this.notCounting === undefined;
   }
 
-  async fence(resources: readonly string[], call: FenceCall, open?: Open): Promise<FenceReply> {
+  fence(resources: readonly string[], call: FenceCall, open?: Open): Promise<FenceReply> {
     // A shared value holds by its reader entries: fence.lua checks those (the last n of keysOf).
     const keys = isShared(call.value) ? [...resources, ...readersKeysIn(this.#topology.keysOf(resources), resources.length)] : resources;
-    return decodeFence(
-      await this.#write<unknown[]>({ script: 'quorumlockFence', keys, epochKey: this.#topology.epochKeyOf(resources), args: fenceArgs(call) }, open),
-    );
+    return this.#write({ script: 'quorumlockFence', keys, epochKey: this.#topology.epochKeyOf(resources), args: fenceArgs(call) }, open, decodeFence);
   }
 
   // --- for the Redlock, the CLI and the waiting line; not part of the algorithm's Member ---------
@@ -344,12 +356,11 @@ export class RedisMember implements Member {
   /** Elections (src/election/): writes the leader record of `resource` if its lock holds `value` here (election.lua). */
   writeLeader(resource: string, value: string, term: number, id: string): Promise<boolean> {
     const keys = [resource, leaderRecordKey(resource, this.keyPrefix)];
-    return this.#write<number>({
-      script: 'quorumlockLeader',
-      keys,
-      epochKey: this.#topology.epochKeyOf([resource]),
-      args: writeLeaderArgs(value, term, id),
-    }).then((reply) => reply === 1);
+    return this.#write(
+      { script: 'quorumlockLeader', keys, epochKey: this.#topology.epochKeyOf([resource]), args: writeLeaderArgs(value, term, id) },
+      undefined,
+      (reply: number) => reply === 1,
+    );
   }
 
   /**
@@ -358,7 +369,7 @@ export class RedisMember implements Member {
    */
   readLeader(resource: string, quarantineMs: number): Promise<LeaderReading> {
     const keys = [resource, leaderRecordKey(resource, this.keyPrefix), this.#topology.epochKeyOf([resource])];
-    return this.#call<unknown>({ script: 'quorumlockElection', keys, args: readLeaderArgs(quarantineMs) }).then(decodeLeaderRead);
+    return this.#call({ script: 'quorumlockElection', keys, args: readLeaderArgs(quarantineMs) }, undefined, decodeLeaderRead);
   }
 
   /**
@@ -366,21 +377,23 @@ export class RedisMember implements Member {
    * the ordered path like every call. A read: bound to no epoch. `resources`: the permit keys.
    */
   readPermits(resources: readonly string[]): Promise<PermitCounts> {
-    return this.#call<unknown>({ script: 'quorumlockPermits', keys: this.#topology.keysOf(resources), args: [] }).then((reply) =>
+    return this.#call({ script: 'quorumlockPermits', keys: this.#topology.keysOf(resources), args: [] }, undefined, (reply: unknown) =>
       decodePermits(reply, resources.length),
     );
   }
 
   /** The epoch of `epochKey` as the member has it now (epoch.lua): its id, and how long ago it began. */
   #readEpoch(epochKey: string): Promise<EpochReading> {
-    return this.#call<unknown>({ script: 'quorumlockEpoch', keys: [epochKey], args: [] }).then(
-      (reply) => {
+    return this.#call(
+      { script: 'quorumlockEpoch', keys: [epochKey], args: [] },
+      undefined,
+      (reply: unknown) => {
         // Answered: the writes bound to this epoch go out now, behind it on the same socket.
         this.#hearing?.heard();
         return decodeEpoch(reply);
       },
-      (error: Error) => {
-        throw error.message?.startsWith('QUORUMLOCK_ROLE') ? notMasterError(this.id) : error;
+      (error: unknown) => {
+        throw (error as Error)?.message?.startsWith('QUORUMLOCK_ROLE') ? notMasterError(this.id) : error;
       },
     );
   }

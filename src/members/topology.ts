@@ -11,8 +11,6 @@ export interface Topology {
   keysOf(resources: readonly string[]): readonly string[];
   /** The epoch hash a call on `resources` uses. */
   epochKeyOf(resources: readonly string[]): string;
-  /** keysOf(resources), then epochKeyOf(resources): the KEYS of acquire, release and leave. */
-  keysAndEpochOf(resources: readonly string[]): readonly string[];
   /** Every epoch hash of the member: trust and restoreFencing write each. */
   everyEpochKey(): readonly string[];
   /** Reads what the server says about itself; undefined when the client cannot (a stand-in). */

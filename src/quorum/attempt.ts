@@ -6,14 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { deadlineOf, driftMs } from '../clock/index.js';
 import { channels } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
-import type { AcquireRequest, Member, Open } from '../members/member.js';
+import type { AcquireRequest, AcquireVote, Member, Open } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { fenceToken, type Fence, type FenceView } from './fence.js';
 import { rollback } from './release.js';
 import { isLocked, runRound, type RoundResult } from './round.js';
 import { memberStamp, sharedName, type HandoverRequest, type Waiter } from '../store/protocol.js';
 import { quorumOf } from '../tally.js';
-import type { Answered, LockAnswer, MemberVote } from './votes.js';
+import type { LockAnswer, MemberVote } from './votes.js';
 
 const POOL_VALUES = 256;
 let pool = Buffer.alloc(0);
@@ -83,22 +83,24 @@ export interface AttemptRequest extends LockTarget {
   handover?: HandoverRequest | undefined;
 }
 
-function acquireSender(resources: readonly string[], request: AcquireRequest, view: FenceView) {
+function acquireSender(resources: readonly string[], request: AcquireRequest) {
   const { handover } = request;
-  return (member: Member, index: number, open: Open): Promise<Answered<LockAnswer>> => {
+  return (member: Member, index: number, open: Open): Promise<AcquireVote> => {
     // Object.assign, not spread: per member and attempt in line (docs/internals.md, "Object spread on Node 20").
     const sent = handover ? Object.assign({}, request, { handover: Object.assign({}, handover, { stamp: memberStamp(handover.stamp, index) }) }) : request;
-    const answer = member.acquire(resources, sent, open).then((vote) => {
-      // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
-      if (request.quarantineMs !== 0 && vote.epoch?.settled) view.epochs[index] = vote.epoch.id;
-      if (vote.fence && (vote.vote === 'locked' || vote.vote === 'quarantined')) view.readings[index] = vote.fence;
-      if (vote.vote === 'quarantined' && channels.quarantine.hasSubscribers)
-        channels.quarantine.publish({ member: member.id, quarantinedForMs: vote.quarantinedForMs!, notCounting: vote.notCounting });
-      return vote;
-    });
-    // A fenced attempt may wait a little for the stragglers' answers before its fence round.
-    if (request.fencing) (view.answers ??= []).push(answer);
-    return answer;
+    return member.acquire(resources, sent, open);
+  };
+}
+
+/** What an attempt reads of each member's vote besides counting it (every vote, stragglers' too): the fence's view. */
+function acquireReader(request: AcquireRequest, view: FenceView) {
+  return (vote: AcquireVote, index: number, member: Member): AcquireVote => {
+    // An epoch a fence sync may be bound to: one past its quarantine (fence.ts says why).
+    if (request.quarantineMs !== 0 && vote.epoch?.settled) view.epochs[index] = vote.epoch.id;
+    if (vote.fence && (vote.vote === 'locked' || vote.vote === 'quarantined')) view.readings[index] = vote.fence;
+    if (vote.vote === 'quarantined' && channels.quarantine.hasSubscribers)
+      channels.quarantine.publish({ member: member.id, quarantinedForMs: vote.quarantinedForMs!, notCounting: vote.notCounting });
+    return vote;
   };
 }
 
@@ -124,15 +126,20 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
   const value = attempt.shared ? sharedName(newLockValue()) : newLockValue();
   const request: AcquireRequest = { value, ttlMs: ttl, waiter: attempt.waiter, quarantineMs: settings.quarantineMs, fencing, handover };
   const view: FenceView = { readings: [], epochs: [] };
+  // A fenced attempt may wait a little for the stragglers' answers before its fence round.
+  let heardAll: (() => void) | undefined;
+  const everyAnswer = fencing ? new Promise<void>((resolve) => (heardAll = resolve)) : undefined;
   const held = { members, quorum, settings, resources, value };
   let round: RoundResult<LockAnswer>;
   let fenced: Fence | undefined;
   try {
-    round = await runRound({
+    round = await runRound<LockAnswer, AcquireVote>({
       operation: 'acquire',
       members,
       quorum,
-      send: acquireSender(resources, request, view),
+      send: acquireSender(resources, request),
+      answer: acquireReader(request, view),
+      heardAll,
       counts: isLocked,
       ...attempt.deadlines,
       waitForAll: false,
@@ -146,7 +153,7 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
       // before its round: waiting longer keeps that, and validity is checked after). A member
       // just restarted answers slowly (an empty script cache): without this, under load, it was
       // often never synced, and a rolling restart ran out of trusted counters.
-      await Promise.race([Promise.allSettled(view.answers ?? []), clock.sleep(settings.nodeTimeout)]);
+      await Promise.race([everyAnswer, clock.sleep(settings.nodeTimeout)]);
       await new Promise((resolve) => setImmediate(resolve));
       fenced = await fenceToken(Object.assign({}, held, { signal }), view);
     }

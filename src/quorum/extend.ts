@@ -31,7 +31,7 @@
  */
 import { deadlineOf, driftMs } from '../clock/index.js';
 import type { ExtendAnswer, LossCause } from '../errors.js';
-import type { Member, Open } from '../members/member.js';
+import type { ExtendReply, Member, Open } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { runRound, type RoundResult } from './round.js';
 import { quorumOf } from '../tally.js';
@@ -41,9 +41,11 @@ export type { ExtendAnswer } from '../errors.js';
 
 export function extendSender(resources: readonly string[], value: string, ttl: number) {
   const call = { value, ttlMs: ttl };
-  return (member: Member, _index: number, open: Open): Promise<ExtendAnswer> =>
-    member.extend(resources, call, open).then((status) => (status === 'extended' ? 'locked' : status === 'gone' ? 'absent' : 'taken'));
+  return (member: Member, _index: number, open: Open): Promise<ExtendReply> => member.extend(resources, call, open);
 }
+
+/** What an extend reply answers in the round. */
+const extendAnswer = (status: ExtendReply): ExtendAnswer => (status === 'extended' ? 'locked' : status === 'gone' ? 'absent' : 'taken');
 
 export type ExtendResult =
   | {
@@ -135,11 +137,12 @@ export interface ExtendRequest {
 export async function extendOn(request: ExtendRequest): Promise<ExtendResult> {
   const { members, quorum, settings, resources, value, ttl, previousDeadline } = request;
   const { clock } = settings;
-  const round = await runRound<ExtendAnswer>({
+  const round = await runRound<ExtendAnswer, ExtendReply>({
     operation: 'extend',
     members,
     quorum,
     send: extendSender(resources, value, ttl),
+    answer: extendAnswer,
     counts: (answer) => answer === 'locked',
     timeoutMs: Math.min(settings.nodeTimeout, previousDeadline - clock.now()),
     waitForAll: false,

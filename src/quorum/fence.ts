@@ -1,7 +1,7 @@
 /**
  * Fencing tokens: one more round after a lock is won, on the same members.
  */
-import type { Member } from '../members/member.js';
+import type { FenceReply, Member } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { isShared } from '../store/protocol.js';
 import { isLocked, runRound } from './round.js';
@@ -18,8 +18,6 @@ export type FenceReading = { highest: number; trusted: boolean } | undefined;
 export interface FenceView {
   readings: FenceReading[];
   epochs: (string | undefined)[];
-  /** Every member's acquire answer, settled or not: the fence round may wait a little for stragglers. */
-  answers?: Promise<unknown>[];
 }
 
 /** The lock a token is issued for: its value on its resources, on these members, just won. */
@@ -92,16 +90,16 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
     const knownBefore = [...epochs];
     // What this round's answers say of each member's counters: max, where its epoch is complete.
     const completeMax: (number | undefined)[] = [];
-    const round = await runRound<LockAnswer>({
+    const round = await runRound<LockAnswer, FenceReply>({
       operation: 'fence',
       members,
       quorum,
-      send: (member, index, open) =>
-        member.fence(resources, { value, token: proposed, mode: 'propose', epoch: epochs[index] ?? '' }, open).then((reply) => {
-          highest = Math.max(highest, reply.highest);
-          if (reply.complete && member.notCounting === undefined) completeMax[index] = reply.max;
-          return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
-        }),
+      send: (member, index, open) => member.fence(resources, { value, token: proposed, mode: 'propose', epoch: epochs[index] ?? '' }, open),
+      answer: (reply, index, member) => {
+        highest = Math.max(highest, reply.highest);
+        if (reply.complete && member.notCounting === undefined) completeMax[index] = reply.max;
+        return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
+      },
       counts: isLocked,
       timeoutMs: settings.nodeTimeout,
       waitForAll: false,

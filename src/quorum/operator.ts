@@ -57,17 +57,17 @@ export async function onEveryMember<M extends RoundMember, T>(spec: OperatorCall
   const values = new Map<number, T>();
   const startedAt = clock.now();
   const callAgeMs = () => clock.now() - startedAt;
-  const round = await runRound<'done'>({
+  const round = await runRound<'done', T>({
     operation: spec.operation,
     // The round reads only RoundMember's fields of a member; sending is `call`'s.
     members: spec.members as unknown as readonly Member[],
     // Every member is heard and reported; what a quorum of them says is the caller's to judge.
     quorum: quorumOf(spec.members.length),
-    send: (member, index, open) =>
-      spec.call(member as unknown as M, { ageMs: callAgeMs, open }).then((value) => {
-        values.set(index, value);
-        return 'done' as const;
-      }),
+    send: (member, _index, open) => spec.call(member as unknown as M, { ageMs: callAgeMs, open }),
+    answer: (value, index) => {
+      values.set(index, value);
+      return 'done';
+    },
     counts: () => true,
     timeoutMs: spec.timeoutMs,
     limitMs: spec.limitMs,

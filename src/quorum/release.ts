@@ -48,11 +48,12 @@ export interface ReleaseRequest extends ReleaseTarget {
 export function releaseOn(request: ReleaseRequest): Promise<RoundResult<ReleaseAnswer>> {
   const { resources, settings } = request;
   const call = { value: request.value, leaving: request.leaving, abandoned: request.abandoned };
-  return runRound<ReleaseAnswer>({
+  return runRound<ReleaseAnswer, number>({
     operation: 'release',
     members: request.members,
     quorum: request.quorum,
-    send: (member) => member.release(resources, call).then((deleted) => (deleted > 0 ? 'released' : 'absent')),
+    send: (member) => member.release(resources, call),
+    answer: (deleted) => (deleted > 0 ? 'released' : 'absent'),
     counts: answered,
     timeoutMs: settings.nodeTimeout,
     limitMs: request.limitMs,

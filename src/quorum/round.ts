@@ -72,7 +72,7 @@ export function voteError(error: unknown): Error {
   return clean;
 }
 
-export interface RoundSpec<Answer extends string> {
+export interface RoundSpec<Answer extends string, Reply = Answered<Answer>> {
   /** What the round does, for the vote events ('read': election.leader(), a semaphore's permits; 'announce': an election's leader record). */
   operation: 'acquire' | 'extend' | 'release' | 'fence' | 'trust' | 'restore' | 'read' | 'announce';
   members: readonly Member[];
@@ -82,7 +82,15 @@ export interface RoundSpec<Answer extends string> {
    */
   quorum: number;
   /** `open()`: whether this round still waits for the answer (members/epochs.ts sends a refused call again only then). */
-  send(member: Member, index: number, open: Open): Promise<Answered<Answer>>;
+  send(member: Member, index: number, open: Open): Promise<Reply>;
+  /**
+   * What member `index`'s reply answers (the reply itself when absent), read in the round's own
+   * reaction to it: no promise of its own per member call. Called for every reply, also one that
+   * comes after the round was decided; what it throws is the member's error.
+   */
+  answer?(reply: Reply, index: number, member: Member): Answered<Answer>;
+  /** Called once, when every member's call has settled (replied or failed), before or after the decision. */
+  heardAll?(): void;
   /** Whether an answer counts toward quorum. */
   counts(answer: Answer): boolean;
   /**
@@ -149,13 +157,13 @@ function progressAt(pace: Pace, call: number): number {
 }
 
 /** Rejects with `signal.reason` if the signal aborts before the round is decided. */
-export function runRound<Answer extends string>(spec: RoundSpec<Answer>): Promise<RoundResult<Answer>> {
+export function runRound<Answer extends string, Reply = Answered<Answer>>(spec: RoundSpec<Answer, Reply>): Promise<RoundResult<Answer>> {
   return new Round(spec, spec.limitMs).result;
 }
 
-class Round<Answer extends string> {
+class Round<Answer extends string, Reply> {
   readonly result: Promise<RoundResult<Answer>>;
-  readonly #spec: RoundSpec<Answer>;
+  readonly #spec: RoundSpec<Answer, Reply>;
   readonly #limitMs: number | undefined;
   readonly #startedAt: number;
   readonly #votes: MemberVote<Answer>[];
@@ -163,6 +171,8 @@ class Round<Answer extends string> {
   readonly #calls: number[] = [];
   #yesCount = 0;
   #noCount = 0;
+  /** Member calls settled (replied or failed), stragglers included: for heardAll. */
+  #heard = 0;
   /** The servers (serverId) that gave a yes in this round, and the member each answered as. */
   #servers: Map<string, string> | undefined;
   #closed = false;
@@ -178,7 +188,7 @@ class Round<Answer extends string> {
   /** Made only for a round with a signal: most have none, and a round is made per call. */
   readonly #onAbort: (() => void) | undefined;
 
-  constructor(spec: RoundSpec<Answer>, limitMs: number | undefined) {
+  constructor(spec: RoundSpec<Answer, Reply>, limitMs: number | undefined) {
     this.#spec = spec;
     this.#limitMs = limitMs;
     this.result = new Promise((resolve, reject) => {
@@ -206,37 +216,50 @@ class Round<Answer extends string> {
     const pace = paceOf(member);
     const call = ++pace.sent;
     this.#calls[index] = call;
-    let sent: Promise<Answered<Answer>>;
+    let sent: Promise<Reply>;
     try {
       sent = this.#spec.send(member, index, this.#open);
     } catch (error) {
       sent = Promise.reject(error);
     }
     sent.then(
-      (answer) => {
+      (reply) => {
         // Every answer is progress, also one that comes after its round was decided.
         pace.lastAnswered = call;
         pace.lastAnsweredAt = clock.now();
-        this.#answered(index, member, answer);
+        this.#answered(index, member, reply);
       },
-      (error: unknown) =>
-        this.#record(index, {
-          member: member.id,
-          vote: 'error',
-          ms: clock.now() - this.#startedAt,
-          error: voteError(error),
-        }),
+      (error: unknown) => this.#failed(index, member, error),
     );
   }
 
-  #answered(index: number, member: Member, answer: Answered<Answer>): void {
+  #failed(index: number, member: Member, error: unknown): void {
+    this.#record(index, { member: member.id, vote: 'error', ms: this.#spec.clock.now() - this.#startedAt, error: voteError(error) });
+    this.#heardOne();
+  }
+
+  #heardOne(): void {
+    if (++this.#heard === this.#spec.members.length) this.#spec.heardAll?.();
+  }
+
+  #answered(index: number, member: Member, reply: Reply): void {
+    const { answer: answerOf } = this.#spec;
+    let answer: Answered<Answer>;
+    try {
+      answer = answerOf === undefined ? (reply as Answered<Answer>) : answerOf(reply, index, member);
+    } catch (error) {
+      return this.#failed(index, member, error);
+    }
     const ms = this.#spec.clock.now() - this.#startedAt;
-    if (typeof answer === 'string') return this.#record(index, { member: member.id, vote: answer, ms });
-    // The decoder's vote, recorded as it is: the member and the time are added to it.
-    const vote = answer as MemberVote<Answer>;
-    vote.member = member.id;
-    vote.ms = ms;
-    this.#record(index, vote);
+    if (typeof answer === 'string') this.#record(index, { member: member.id, vote: answer, ms });
+    else {
+      // The decoder's vote, recorded as it is: the member and the time are added to it.
+      const vote = answer as MemberVote<Answer>;
+      vote.member = member.id;
+      vote.ms = ms;
+      this.#record(index, vote);
+    }
+    this.#heardOne();
   }
 
   #record(index: number, vote: MemberVote<Answer>): void {
@@ -298,7 +321,7 @@ class Round<Answer extends string> {
   }
 
   /** For nextTick, which passes the round along: no closure per round. */
-  static #sentOf(round: Round<string>): void {
+  static #sentOf(round: Round<string, unknown>): void {
     round.#sent();
   }
 
