@@ -345,7 +345,8 @@ export class RedisMember implements Member {
     return this.#server.facts !== undefined && this.notCounting === undefined;
   }
 
-  fence(resources: readonly string[], call: FenceCall, open?: Open): Promise<FenceReply> {
+  // async: a fence sync after a won round catches what a member throws (quorum/fence.ts); a throw here must reject, not escape.
+  async fence(resources: readonly string[], call: FenceCall, open?: Open): Promise<FenceReply> {
     // A shared value holds by its reader entries: fence.lua checks those (the last n of keysOf).
     const keys = isShared(call.value) ? [...resources, ...readersKeysIn(this.#topology.keysOf(resources), resources.length)] : resources;
     return this.#write({ script: 'quorumlockFence', keys, epochKey: this.#topology.epochKeyOf(resources), args: fenceArgs(call) }, open, decodeFence);

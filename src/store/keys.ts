@@ -162,6 +162,9 @@ export function isReservedName(name: string): boolean {
 /** How many keys a script gets per resource (resourceKeys; _keys.lua, resourceCount, says the same). */
 export const KEYS_PER_RESOURCE = 5;
 
+/** The companion groups of resourceKeys, in order after the lock keys. */
+const COMPANIONS = [LINE, LEASES, READERS, HANDOVER] as const;
+
 /**
  * The keys a script gets for `resources`: the lock keys, then their lines, then their leases,
  * then their shared holders, then their handover requests (the scripts find them by position:
@@ -169,8 +172,10 @@ export const KEYS_PER_RESOURCE = 5;
  * `keyPrefix` in front), so all live on one node of a Cluster.
  */
 export function resourceKeys(resources: readonly string[], keyPrefix = ''): string[] {
-  const companions = (suffix: string) => resources.map((key) => companionKey(key, suffix, keyPrefix));
-  return [...resources, ...companions(LINE), ...companions(LEASES), ...companions(READERS), ...companions(HANDOVER)];
+  // Filled in place, group by group: made twice per lock (its acquire and its release).
+  const keys = resources.slice();
+  for (const suffix of COMPANIONS) for (const key of resources) keys.push(companionKey(key, suffix, keyPrefix));
+  return keys;
 }
 
 /** The shared holders' keys among resourceKeys(resources) (the fourth group). */
