@@ -254,7 +254,12 @@ export class RedisMember implements Member {
       (epochId, failed) => {
         settled = this.#epochs.settledId(epochKey, request.quarantineMs);
         const call: ScriptCall = { script, keys: this.#topology.keysOf(resources), args: acquireArgs(request, settled), epochKey };
-        return this.#call(call, epochId, (reply: number | unknown[]) => this.#acquired(epochKey, decodeAcquire(reply, settled, request.fencing), request.quarantineMs), failed);
+        return this.#call(
+          call,
+          epochId,
+          (reply: number | unknown[]) => this.#acquired(epochKey, decodeAcquire(reply, settled, request.fencing), request.quarantineMs),
+          failed,
+        );
       },
       open,
       (error) => {
