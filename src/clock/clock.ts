@@ -6,6 +6,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { argumentError } from '../errors.js';
+import { onAbort } from './abort.js';
 
 /**
  * Where quorumlock reads time and sets timers: the `clock` option. `systemClock` by default;
@@ -50,15 +51,16 @@ export const systemClock: Clock = {
   sleep(ms, signal) {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(abortReason(signal!));
-      };
       const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
+        stop?.();
         resolve();
       }, sleepMs(ms));
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const stop =
+        signal &&
+        onAbort(signal, () => {
+          clearTimeout(timer);
+          reject(abortReason(signal));
+        });
     });
   },
 };
@@ -107,15 +109,16 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        this.clearTimer(timer);
-        reject(abortReason(signal!));
-      };
       const timer = this.setTimer(() => {
-        signal?.removeEventListener('abort', onAbort);
+        stop?.();
         resolve();
       }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      const stop =
+        signal &&
+        onAbort(signal, () => {
+          this.clearTimer(timer);
+          reject(abortReason(signal));
+        });
     });
   }
 

@@ -33,7 +33,7 @@
  *   paused or cut off answers nothing, and times out `timeoutMs` after the sending tick, as before.
  */
 import { nextTick } from 'node:process';
-import type { Clock } from '../clock/index.js';
+import { onAbort, type Clock } from '../clock/index.js';
 import { channels } from '../diagnostics.js';
 import { QuorumlockError } from '../errors.js';
 import type { Member, Open } from '../members/member.js';
@@ -187,6 +187,8 @@ class Round<Answer extends string, Reply> {
   #reject!: (reason: unknown) => void;
   /** Made only for a round with a signal: most have none, and a round is made per call. */
   readonly #onAbort: (() => void) | undefined;
+  /** Stops listening to the signal (clock/abort.ts). */
+  #stopListening: (() => void) | undefined;
 
   constructor(spec: RoundSpec<Answer, Reply>, limitMs: number | undefined) {
     this.#spec = spec;
@@ -205,7 +207,7 @@ class Round<Answer extends string, Reply> {
       if (signal.aborted) this.#onAbort();
     }
     if (this.#closed) return;
-    if (this.#onAbort) signal!.addEventListener('abort', this.#onAbort, { once: true });
+    if (this.#onAbort) this.#stopListening = onAbort(signal!, this.#onAbort);
     // Member writes the tick's calls when the tick ends (it corks the socket until then), in a
     // nextTick queued before this one: from here on our command is on its way.
     nextTick(Round.#sentOf, this);
@@ -316,7 +318,7 @@ class Round<Answer extends string, Reply> {
     this.#closed = true;
     if (this.#timer !== undefined) this.#spec.clock.clearTimer(this.#timer);
     if (this.#decision !== undefined) clearImmediate(this.#decision);
-    if (this.#onAbort) this.#spec.signal?.removeEventListener('abort', this.#onAbort);
+    this.#stopListening?.();
     then();
   }
 

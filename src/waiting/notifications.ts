@@ -21,7 +21,7 @@
  * an application.
  */
 import type { Subscription } from '../clients/index.js';
-import type { Clock } from '../clock/index.js';
+import { onAbort, type Clock } from '../clock/index.js';
 import type { RedisMember } from '../members/redis-member.js';
 import type { Logger } from '../diagnostics.js';
 import { quorumOf } from '../tally.js';
@@ -168,6 +168,7 @@ export class Watch {
     return new Promise((resolve, reject) => {
       let grace: unknown;
       let settled = false;
+      let stop: (() => void) | undefined;
       const done = (reason?: unknown) => {
         // Once only: a timer that fired has its turn still to come (setImmediate) after a wake
         // ended the wait, and the fields below may be the next wait's by then.
@@ -178,11 +179,10 @@ export class Watch {
         this.#wake = undefined;
         this.#startGrace = undefined;
         this.#onSubscribed = undefined;
-        signal?.removeEventListener('abort', onAbort);
+        stop?.();
         if (reason === undefined) resolve();
         else reject(reason);
       };
-      const onAbort = () => done(signal!.reason);
       // Timers run before the poll phase reads what arrived meanwhile (docs/internals.md#timers-before-io): the wait
       // ends a turn later, so that messages already on their sockets are heard first.
       const timer = clock.setTimer(() => setImmediate(() => done()), ms);
@@ -195,7 +195,7 @@ export class Watch {
       };
       if (this.#announced.size >= this.#quorum) this.#startGrace();
       if (untilSubscribed) this.#onSubscribed = () => done();
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal && !settled) stop = onAbort(signal, () => done(signal.reason));
     });
   }
 

@@ -137,6 +137,32 @@ describe('waiting in line', () => {
     await lock.release();
   });
 
+  it('one signal shared by many waiters: no "possible memory leak" warning from Node, and its abort ends every wait', async () => {
+    // A shutdown signal passed to every acquire is what AbortSignal is for: each round, sleep and
+    // wait listening on it apiece made Node warn past 10 listeners (src/clock/abort.ts).
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    try {
+      const resource = fresh('shared-signal');
+      const holder = await client().acquire(resource, 10_000);
+      const controller = new AbortController();
+      const waiter = client({ retryDelay: 20, retryJitter: 0, retryCount: Infinity });
+      // Rounds and sleeps of 16 waiters, all on the one signal; and 16 uncontended locks taken on it meanwhile.
+      const waiting = Array.from({ length: 16 }, () => waiter.acquire(resource, 10_000, { signal: controller.signal }).catch((error: unknown) => error));
+      const others = await Promise.all(Array.from({ length: 16 }, (_, i) => waiter.acquire(`${resource}:${i}`, 10_000, { signal: controller.signal })));
+      await Promise.all(others.map((lock) => lock.release()));
+      await sleep(200); // several retries each, all listening to the signal
+      controller.abort(new Error('shutting down'));
+      for (const outcome of await Promise.all(waiting)) expect((outcome as Error).message).toBe('shutting down');
+      await holder.release();
+      await new Promise((resolve) => setImmediate(resolve)); // Node emits the warning on a later tick
+      expect(warnings.filter((warning) => warning.includes('MaxListenersExceeded'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('a waiter that vanished without leaving loses its place when its lease runs out', async () => {
     const resource = fresh('crashed');
     const holder = await client().acquire(resource, 10_000);

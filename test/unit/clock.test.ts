@@ -3,7 +3,7 @@
  * moves when told to, and systemClock, the monotonic performance.now().
  */
 import { describe, expect, it } from 'vitest';
-import { deadlineOf, driftMs, ManualClock, systemClock, validityMs } from '../../src/clock/index.js';
+import { deadlineOf, driftMs, ManualClock, onAbort, systemClock, validityMs } from '../../src/clock/index.js';
 
 /** Lets every already-settled promise run its callbacks. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -292,5 +292,32 @@ describe('ManualClock timers', () => {
     clock.setTimer(() => clock.setTimer(() => seen.push(clock.now()), 5), 5);
     clock.advance(20);
     expect(seen).toEqual([10]);
+  });
+});
+
+describe('onAbort: one listener per signal (src/clock/abort.ts)', () => {
+  it('calls each listener still listening once, not one that stopped, and the same function once per listening', () => {
+    const controller = new AbortController();
+    const calls: string[] = [];
+    const a = () => calls.push('a');
+    const stopped = onAbort(controller.signal, () => calls.push('stopped'));
+    onAbort(controller.signal, a);
+    onAbort(controller.signal, a);
+    onAbort(controller.signal, () => calls.push('b'));
+    stopped();
+    controller.abort();
+    controller.abort();
+    expect(calls).toEqual(['a', 'a', 'b']);
+  });
+
+  it('a sleep on a shared signal rejects with its reason; one that ended is not called', async () => {
+    const controller = new AbortController();
+    const clock = new ManualClock();
+    const ended = clock.sleep(10, controller.signal);
+    clock.advance(10);
+    await ended;
+    const sleeping = clock.sleep(1000, controller.signal);
+    controller.abort(new Error('stop'));
+    await expect(sleeping).rejects.toThrow('stop');
   });
 });
