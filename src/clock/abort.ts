@@ -1,10 +1,7 @@
 /**
- * One 'abort' listener per AbortSignal, however many of our waits listen to it. A caller may pass
- * one signal (a shutdown signal, a job's) to many concurrent acquires: with a listener per round,
- * sleep and wait, more than 10 on one signal made Node print a "possible EventTarget memory leak"
- * warning into the caller's process for a signal used as intended (Node's default limit, which
- * only the signal's owner should raise). Callers check `signal.aborted` first: a signal that has
- * aborted fires nothing more.
+ * One 'abort' listener per AbortSignal, however many of our waits listen to it: a signal passed
+ * to many concurrent acquires (a shutdown signal) made Node warn of a possible memory leak past
+ * 10 listeners. Callers check `signal.aborted` first.
  */
 const listening = new WeakMap<AbortSignal, Set<() => void>>();
 
