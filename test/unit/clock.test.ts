@@ -2,7 +2,8 @@
  * The timing model (driftMs, validityMs, deadlineOf) and the two clocks: ManualClock, which only
  * moves when told to, and systemClock, the monotonic performance.now().
  */
-import { describe, expect, it } from 'vitest';
+import { getEventListeners } from 'node:events';
+import { describe, expect, it, vi } from 'vitest';
 import { deadlineOf, driftMs, ManualClock, onAbort, systemClock, validityMs } from '../../src/clock/index.js';
 
 /** Lets every already-settled promise run its callbacks. */
@@ -319,5 +320,44 @@ describe('onAbort: one listener per signal (src/clock/abort.ts)', () => {
     const sleeping = clock.sleep(1000, controller.signal);
     controller.abort(new Error('stop'));
     await expect(sleeping).rejects.toThrow('stop');
+  });
+});
+
+describe('onAbort: the one listener goes with the last wait', () => {
+  it('leaves no listener on a signal once every wait stopped, one while any listens', () => {
+    const controller = new AbortController();
+    const signal = AbortSignal.any([controller.signal]);
+    const stops = Array.from({ length: 20 }, () => onAbort(signal, () => undefined));
+    expect(getEventListeners(signal, 'abort')).toHaveLength(1);
+    for (const stop of stops.slice(1)) stop();
+    expect(getEventListeners(signal, 'abort')).toHaveLength(1);
+    stops[0]!();
+    stops[0]!();
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+    // Listening again after that: a new listener, called at the abort.
+    let called = 0;
+    onAbort(signal, () => called++);
+    controller.abort();
+    expect(called).toBe(1);
+  });
+
+  it('a listener that throws does not keep the others waiting; what it threw is thrown on its own', () => {
+    const controller = new AbortController();
+    const calls: string[] = [];
+    // Thrown in a microtask, as an EventTarget listener's error is reported: caught here instead.
+    const later: (() => void)[] = [];
+    const spy = vi.spyOn(globalThis, 'queueMicrotask').mockImplementation((callback) => void later.push(callback));
+    try {
+      onAbort(controller.signal, () => {
+        throw new Error('a clock that throws');
+      });
+      onAbort(controller.signal, () => calls.push('b'));
+      controller.abort();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(calls).toEqual(['b']);
+    expect(later).toHaveLength(1);
+    expect(() => later[0]!()).toThrow('a clock that throws');
   });
 });
