@@ -38,6 +38,23 @@ function sleepMs(ms: number): number {
   return ms > 0 ? ms : 0;
 }
 
+/** Clock.sleep on `clock`'s timers: both clocks sleep this way. */
+function sleepOn(clock: Pick<Clock, 'setTimer' | 'clearTimer'>, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortReason(signal));
+  return new Promise((resolve, reject) => {
+    const timer = clock.setTimer(() => {
+      stop?.();
+      resolve();
+    }, ms);
+    const stop =
+      signal &&
+      onAbort(signal, () => {
+        clock.clearTimer(timer);
+        reject(abortReason(signal));
+      });
+  });
+}
+
 /**
  * performance.now(): monotonic, sub-millisecond, unaffected by wall-clock changes. Imported, not
  * the global: Node's global `performance` is a getter, run on every read (a hot path reads the
@@ -49,19 +66,7 @@ export const systemClock: Clock = {
   setTimer: (callback, ms) => setTimeout(callback, sleepMs(ms)),
   clearTimer: (handle) => clearTimeout(handle as NodeJS.Timeout),
   sleep(ms, signal) {
-    if (signal?.aborted) return Promise.reject(abortReason(signal));
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        stop?.();
-        resolve();
-      }, sleepMs(ms));
-      const stop =
-        signal &&
-        onAbort(signal, () => {
-          clearTimeout(timer);
-          reject(abortReason(signal));
-        });
-    });
+    return sleepOn(systemClock, ms, signal);
   },
 };
 
@@ -107,19 +112,7 @@ export class ManualClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(abortReason(signal));
-    return new Promise((resolve, reject) => {
-      const timer = this.setTimer(() => {
-        stop?.();
-        resolve();
-      }, ms);
-      const stop =
-        signal &&
-        onAbort(signal, () => {
-          this.clearTimer(timer);
-          reject(abortReason(signal));
-        });
-    });
+    return sleepOn(this, ms, signal);
   }
 
   /** Moves time forward by `ms`, firing every timer due on the way, each at its own time. */
