@@ -1,5 +1,5 @@
 /**
- * The quorumlock CLI as a user runs it: a child process (node --import tsx src/cli/main.ts)
+ * The quorumlock CLI as a user runs it: a child process (node, the CLI bundled from src/: spawn.ts)
  * against three real redis-server masters.
  */
 import { createHash } from 'node:crypto';
@@ -124,7 +124,7 @@ describe('run', () => {
     const holder = runCli(members, 'interrupted', '5s', 'console.log("holding"); setTimeout(() => {}, 20000)');
     await holder.waitFor('holding');
     const waiter = cli(['run', '--members', members, '--resource', 'interrupted', '--ttl', '5s', '--wait', '30s', ...nodeCommand('console.log("ran")')]);
-    // Past start-up (tsx) and into the wait: the line key on the members names it.
+    // Past start-up and into the wait: the line key on the members names it.
     await expect.poll(() => t.clients[0]!.zcard('{interrupted}:quorumlock:line'), { timeout: 5000, interval: 50 }).toBeGreaterThan(0);
     waiter.child.kill('SIGINT');
     const { code, signal, stdout, stderr } = await waiter.done;

@@ -1,5 +1,5 @@
 /**
- * `quorumlock elect` as a user runs it: child processes (node --import tsx src/cli/main.ts)
+ * `quorumlock elect` as a user runs it: child processes (node, the CLI bundled from src/: spawn.ts)
  * against three real redis-server masters.
  */
 import { describe, expect, it } from 'vitest';

@@ -289,7 +289,7 @@ describe('a Sentinel group, a Cluster and a plain master as the members', () => 
     const [a, b] = [first, second].map((run) => Number((JSON.parse(run.stdout) as { fence: string }).fence));
     expect(a).toBeGreaterThan(0);
     expect(b).toBeGreaterThan(a!);
-    // Start-up (tsx) plus the 1.5 s command: the CLI's 5 s fallback exit would show here.
+    // Start-up plus the 1.5 s command: the CLI's 5 s fallback exit would show here.
     expect(second.ms).toBeLessThan(4500);
     expect(await valuesOf(resource)).toEqual([null, null, null]);
   });
