@@ -10,7 +10,9 @@ import { nextTick } from 'node:process';
 import { connectionOf, type Connection, type MemberClient, type Subscription } from '../clients/index.js';
 import type { Logger } from '../diagnostics.js';
 import { BINDABLE, type Bindable, type ScriptName } from '../store/scripts.js';
-import { bindingOf, type ScriptBinding } from './binding.js';
+import { bindingOf, type BoundCopies, type ScriptBinding } from './binding.js';
+import { batchOf, type CallBatch } from './batching.js';
+import { BATCHED, type Batched } from '../store/batch.js';
 import {
   acquireArgs,
   decodeAcquire,
@@ -125,6 +127,8 @@ export class RedisMember implements Member {
   readonly #server: ServerWatch;
   /** Bound copies of the scripts that read the run id, when this member's server allows them (binding.ts). */
   readonly #binding: ScriptBinding;
+  /** The connection's batch of acquire and release calls (batching.ts), by the bound copies only. */
+  readonly #batch: CallBatch;
   /** Set by the Redlock when another of its members is the same server (by run id). */
   #duplicateOf: string | undefined;
   /** The epochs last read here, per epoch hash: every write is bound to one (epochs.ts). */
@@ -151,6 +155,7 @@ export class RedisMember implements Member {
     this.#server = watchServer(connection, logger, this.#topology.readFacts, this.#hearing);
     const usable = this.#topology.oneSocket && this.#topology.readFacts !== undefined;
     this.#binding = bindingOf({ client: connection, server: this.#server, member: this.id, logger, usable });
+    this.#batch = batchOf(connection);
     const single = this.#topology.oneSocket ? this.#topology.everyEpochKey()[0] : undefined;
     this.#epochs = epochBookOf(connection, this.id, this.#epochReader, single);
   }
@@ -204,15 +209,24 @@ export class RedisMember implements Member {
       this.#uncork = this.#client.cork?.();
     }
     if (this.#uncork === undefined) this.#corkFor();
-    const sha = script in BINDABLE ? this.#boundSha(script as Bindable) : undefined;
+    const copies = script in BINDABLE ? this.#boundCopies() : undefined;
     const allKeys = epochKey === undefined ? keys : keysWithEpoch(keys, epochKey);
     const allArgs = epochKey === undefined ? args : [epochId!, ...args];
-    if (sha === undefined) {
+    if (copies === undefined) {
+      this.#batch.flush();
       const sent = this.#client.script(script, allKeys, allArgs) as Promise<R>;
       return decode === undefined && failed === undefined ? (sent as Promise<unknown> as Promise<T>) : sent.then(decode, failed);
     }
-    // A bound copy: by EVALSHA only, never EVAL (binding.ts), on the same ordered path.
-    return (this.#client.evalsha!(sha, allKeys, allArgs) as Promise<R>).then(decode, (error: Error) => {
+    // A bound copy: by EVALSHA only, never EVAL (binding.ts), on the same ordered path; an acquire
+    // or release in this tick's batch (batching.ts), anything else after it.
+    const sha = copies.shas[script as Bindable];
+    let sent: Promise<unknown>;
+    if (script in BATCHED) sent = this.#batch.send(copies, script as Batched, allKeys, allArgs);
+    else {
+      this.#batch.flush();
+      sent = this.#client.evalsha!(sha, allKeys, allArgs);
+    }
+    return (sent as Promise<R>).then(decode, (error: Error) => {
       if (error?.message?.includes('NOSCRIPT')) this.#binding.missing(sha);
       if (failed === undefined) throw error;
       return failed(error);
@@ -234,13 +248,13 @@ export class RedisMember implements Member {
   }
 
   /**
-   * The SHA of the bound copy of `script` to call, or undefined: the generic script. A copy only
-   * while the server watch says the connection reaches the process it was loaded into (binding.ts
-   * has the argument): two fields, compared on every call.
+   * The bound copies to call, or undefined: the generic scripts. Copies only while the server
+   * watch says the connection reaches the process they were loaded into (binding.ts has the
+   * argument): two fields, compared on every call.
    */
-  #boundSha(script: Bindable): string | undefined {
+  #boundCopies(): BoundCopies | undefined {
     const copies = this.#binding.current;
-    return copies !== undefined && copies.runId === this.#server.runId ? copies.shas[script] : undefined;
+    return copies !== undefined && copies.runId === this.#server.runId ? copies : undefined;
   }
 
   acquire(resources: readonly string[], request: AcquireRequest, open?: Open): Promise<AcquireVote> {

@@ -17,6 +17,7 @@ import {
   releaseLua,
   trustLua,
 } from '../lua/sources.js';
+import { batchLua } from './batch.js';
 
 /** Every script quorumlock sends, by name (the ioredis adapter's command names add a digest). */
 export const scripts = {
@@ -49,6 +50,8 @@ export const BINDABLE = {
   quorumlockLeave: leaveLua,
   quorumlockFence: fenceLua,
   quorumlockEpoch: epochLua,
+  /** Several acquire and release calls in one (batch.ts): bound copies only. */
+  quorumlockBatch: batchLua,
 } as const;
 export type Bindable = keyof typeof BINDABLE;
 
@@ -59,5 +62,6 @@ export type Bindable = keyof typeof BINDABLE;
 export function boundLua(lua: string, runId: string, nonce: string): string {
   if (!/^[0-9a-f]{40}$/.test(runId) || !/^[0-9a-f]+$/.test(nonce)) throw protocolError(`cannot bind a script to run id ${JSON.stringify(runId)}`);
   if (!lua.includes(GENERIC_BINDING)) throw protocolError('this script does not read the run id');
-  return lua.replace(GENERIC_BINDING, `local BOUND_RUN_ID = '${runId}' -- copy ${nonce}`);
+  // Every occurrence: the batch script holds the scripts it runs, each with its line.
+  return lua.replaceAll(GENERIC_BINDING, `local BOUND_RUN_ID = '${runId}' -- copy ${nonce}`);
 }

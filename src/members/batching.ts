@@ -1,0 +1,97 @@
+/**
+ * Batching: the acquire and release calls a tick makes on one connection go out as one call of
+ * the batch script (store/batch.ts), bound to the same process as every copy (binding.ts), at the
+ * end of the tick. A call to a member costs the client far more than the script costs the server
+ * (ioredis' command, its promise, the socket write: docs/performance.md, "What bounds c = 512"),
+ * so at 16 or more locks in flight this is most of what a cycle costs the client.
+ *
+ * What must not change, and why it does not:
+ * - each call runs as it would alone: its own KEYS and ARGV, its own epoch binding, its own
+ *   reply or error (the batch script's header has the argument);
+ * - the order of calls on a connection: a call that is not batched first sends the batch before it
+ *   (RedisMember #call), and a batch runs its calls in the order they were made, so a release
+ *   still never reaches a member before the acquire it undoes;
+ * - where a call may run: only the process its copies were loaded into. A batch is one more bound
+ *   copy, loaded with them (same nonce, same process), called by EVALSHA only, and only with the
+ *   copies its calls were made with: a NOSCRIPT fails each call, which marks the copies missing.
+ * One batch per connection, shared by its members (as the binding is): the order holds on the
+ * connection, not only per member.
+ */
+import { nextTick } from 'node:process';
+import type { Connection } from '../clients/index.js';
+import { batchAnswer, batchArgs, type BatchCall, type Batched } from '../store/batch.js';
+import type { BoundCopies } from './binding.js';
+
+/** The most calls in one batch: it runs as one script, which blocks its server while it runs. */
+export const BATCH_LIMIT = 64;
+
+interface Pending extends BatchCall {
+  resolve(reply: unknown): void;
+  reject(error: unknown): void;
+}
+
+const batches = new WeakMap<object, CallBatch>();
+
+/** The connection's batch (one per client, however many members and Redlocks share it). */
+export function batchOf(client: Connection): CallBatch {
+  let batch = batches.get(client);
+  if (batch === undefined) batches.set(client, (batch = new CallBatch(client)));
+  return batch;
+}
+
+export class CallBatch {
+  readonly #client: Connection;
+  /** The calls made in this tick, in order, and the copies they were made with. */
+  #calls: Pending[] = [];
+  #copies: BoundCopies | undefined;
+
+  constructor(client: Connection) {
+    this.#client = client;
+  }
+
+  /**
+   * Sends `script` with `keys` and `args` in this tick's batch, by `copies` (the bound copies the
+   * member's call would use): the reply or error its own EVALSHA would have given.
+   */
+  send(copies: BoundCopies, script: Batched, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    // A batch is one set of copies: a call made with others (rebound in this tick) starts a new one.
+    if (this.#copies !== copies || this.#calls.length >= BATCH_LIMIT) this.flush();
+    if (this.#calls.length === 0) {
+      this.#copies = copies;
+      nextTick(CallBatch.#flushOf, this);
+    }
+    return new Promise((resolve, reject) => this.#calls.push({ script, keys, args, resolve, reject }));
+  }
+
+  static #flushOf(batch: CallBatch): void {
+    batch.flush();
+  }
+
+  /** Hands the batch to the client now (before a call that is not batched, and at the tick's end). */
+  flush(): void {
+    const calls = this.#calls;
+    const copies = this.#copies;
+    if (calls.length === 0 || copies === undefined) return;
+    this.#calls = [];
+    this.#copies = undefined;
+    const evalsha = this.#client.evalsha!;
+    if (calls.length === 1) {
+      // One call: as its own copy, the cheaper call.
+      const [call] = calls as [Pending];
+      evalsha(copies.shas[call.script], call.keys, call.args).then(call.resolve, call.reject);
+      return;
+    }
+    const { keys, args } = batchArgs(calls);
+    evalsha(copies.shas.quorumlockBatch, keys, args).then(
+      (reply) =>
+        calls.forEach((call, index) => {
+          const answer = batchAnswer(reply, index);
+          if ('error' in answer) call.reject(answer.error);
+          else call.resolve(answer.reply);
+        }),
+      (error: unknown) => {
+        for (const call of calls) call.reject(error);
+      },
+    );
+  }
+}

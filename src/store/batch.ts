@@ -1,0 +1,99 @@
+/**
+ * The batch script: several calls of the batched scripts to one member in one script call
+ * (members/batching.ts sends it). Each call runs as the body of its own script, unchanged: the
+ * script's text is the body of a Lua function whose parameters are named KEYS and ARGV, so every
+ * name in it means what it means in a call of its own, and the call gets the KEYS and ARGV it
+ * would have had (its epoch hash and epoch id included: each call's binding, _bound.lua, runs
+ * as in its own call). A call that fails (an error reply, or an error raised inside, caught) is
+ * that call's error, not the batch's. Only as a bound copy (members/binding.ts): the batch has
+ * no generic form, so a batch that reaches another process than the one it was loaded into
+ * fails with NOSCRIPT, as a copy of each script would.
+ *
+ * ARGV: the number of calls n, then per call its script (an index into BATCHED, from 1), its key
+ * count and its argument count, then every call's arguments in order; KEYS: every call's keys in
+ * order. Reply: per call a pair, {0, reply} or {1, error message}.
+ */
+import { protocolError } from '../errors.js';
+import { acquireLua, releaseLua } from '../lua/sources.js';
+
+/** The scripts a batch can run: what an acquire and a release send (their order is the protocol's). */
+export const BATCHED = { quorumlockAcquire: acquireLua, quorumlockRelease: releaseLua } as const;
+export type Batched = keyof typeof BATCHED;
+const KINDS = Object.keys(BATCHED) as Batched[];
+
+// The calls see `redis` through a table that reads each INFO section once per batch: the
+// sections the scripts read (replication: role and lineage; stats: evicted_keys; server: run id,
+// uptime) cannot change while a script runs (a server evicts only between commands), so every
+// call reads what it would have read alone at that point. INFO commandstats is read each time: it
+// counts the scripts that ran before.
+export const batchLua = [
+  'local run = {}',
+  ...KINDS.map((name, index) => `run[${index + 1}] = function(KEYS, ARGV, redis)\n${BATCHED[name]}\nend`),
+  `local sections = {}
+local once = setmetatable({
+  call = function(command, ...)
+    local key = command == 'INFO' and table.concat({...}, ' ')
+    if not key or key == 'commandstats' then
+      return redis.call(command, ...)
+    end
+    if not sections[key] then
+      sections[key] = redis.call(command, ...)
+    end
+    return sections[key]
+  end,
+}, {__index = redis})
+local n = tonumber(ARGV[1])
+local k, a = 0, 1 + 3 * n
+local out = {}
+for c = 1, n do
+  local h = 3 * c - 2
+  local keys, args = {}, {}
+  for i = 1, tonumber(ARGV[h + 2]) do
+    keys[i] = KEYS[k + i]
+  end
+  for i = 1, tonumber(ARGV[h + 3]) do
+    args[i] = ARGV[a + i]
+  end
+  k, a = k + #keys, a + #args
+  local ok, reply = pcall(run[tonumber(ARGV[h + 1])], keys, args, once)
+  if ok and not (type(reply) == 'table' and reply.err) then
+    out[c] = {0, reply}
+  else
+    out[c] = {1, type(reply) == 'table' and reply.err or tostring(reply)}
+  end
+end
+return out`,
+].join('\n');
+
+/** One call in a batch: its script, and its KEYS and ARGV as a call of its own would send them. */
+export interface BatchCall {
+  script: Batched;
+  keys: readonly string[];
+  args: readonly string[];
+}
+
+/** The batch script's KEYS and ARGV for `calls`, in order. */
+export function batchArgs(calls: readonly BatchCall[]): { keys: string[]; args: string[] } {
+  const keys: string[] = [];
+  const args: string[] = [String(calls.length)];
+  for (const call of calls) args.push(String(KINDS.indexOf(call.script) + 1), String(call.keys.length), String(call.args.length));
+  for (const call of calls) {
+    for (const key of call.keys) keys.push(key);
+    for (const arg of call.args) args.push(arg);
+  }
+  return { keys, args };
+}
+
+/**
+ * Call `index`'s answer in a batch's reply: its reply, or its error as the client would have
+ * raised it for a call of its own (a ReplyError with the server's message). A reply of another
+ * shape is a protocol error for every call.
+ */
+export function batchAnswer(reply: unknown, index: number): { reply: unknown } | { error: Error } {
+  const pair = Array.isArray(reply) ? (reply[index] as unknown) : undefined;
+  if (!Array.isArray(pair) || pair.length < 1) return { error: protocolError(`the batch script answered no pair for call ${index}`) };
+  if (Number(pair[0]) === 0) return { reply: pair[1] ?? null };
+  const error = new Error(String(pair[1]));
+  error.name = 'ReplyError';
+  return { error };
+}
