@@ -1,0 +1,199 @@
+/**
+ * Batching (src/members/batching.ts, src/store/batch.ts): the acquire and release calls a tick
+ * makes on one connection go out as one call of the batch script, on real redis-server
+ * processes. What must hold: each call answers as it would alone (its own reply, its own error,
+ * its own epoch binding), calls run in the order they were made (a release before the acquire
+ * made after it; a call that is not batched after the batch made before it), and an eviction
+ * switched on at runtime keeps every call of a batch from counting.
+ */
+import Redis from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LockAcquireError, Redlock, type Lock } from '../../src/index.js';
+import type { RedisMember } from '../../src/members/redis-member.js';
+import { contextOf } from '../../src/redlock.js';
+import { batchAnswer, batchArgs, batchLua } from '../../src/store/batch.js';
+import { EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
+import { acquireArgs } from '../../src/store/protocol.js';
+import { startTestMasters, type TestMasters } from './masters.js';
+import { eventually, fresh, lineOf } from './util.js';
+
+let servers: TestMasters;
+beforeAll(async () => {
+  servers = await startTestMasters(3);
+});
+afterEach(() => servers.heal());
+afterAll(() => servers?.close());
+
+/** A Redlock on its own clients whose members all use bound copies (the batch is one of them). */
+async function boundRedlock(options: ConstructorParameters<typeof Redlock>[1] = {}): Promise<Redlock> {
+  const redlock = new Redlock(servers.connect(), { retryCount: 0, ...options });
+  await eventually(async () => {
+    if ((contextOf(redlock).members as RedisMember[]).some((member) => member.bound === undefined)) throw new Error('not bound yet');
+  }, 10_000);
+  await (await redlock.acquire(fresh('warm'), 5_000)).release(); // epochs read: the next calls are written at once
+  return redlock;
+}
+
+const evalshaCalls = async (client: Redis) => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+
+describe('batching', () => {
+  it("a tick's acquires go out as one script call per member, each answered as alone", async () => {
+    const redlock = await boundRedlock();
+    const taken = fresh('batch-taken');
+    const holder = await redlock.acquire(taken, 10_000);
+    const resources = Array.from({ length: 6 }, () => fresh('batch'));
+    await Promise.all(servers.clients.map((client) => client.config('RESETSTAT')));
+    // Made in one tick: one batch per member, with a refused call among them.
+    const results = await Promise.all([...resources, taken].map((resource) => redlock.tryAcquire(resource, 10_000)));
+    // Seven acquires, one script call per member (a member whose answer came after the refused
+    // round decided gets that round's rollback, a release, as one call more).
+    for (const calls of await Promise.all(servers.clients.map(evalshaCalls))) expect(calls).toBeLessThanOrEqual(2);
+    const locks = results.slice(0, -1) as Lock[];
+    expect(results.at(-1)).toBeNull(); // the held one: refused, its voters said 'taken'
+    for (const [index, lock] of locks.entries()) {
+      expect(lock.resources).toEqual([resources[index]]);
+      expect(await servers.valuesOf(resources[index]!)).toEqual([lock.value, lock.value, lock.value]);
+    }
+    expect(await servers.valuesOf(taken)).toEqual([holder.value, holder.value, holder.value]);
+    // The releases in one tick: one more batch each, every key deleted.
+    const released = await Promise.all([...locks, holder].map((lock) => lock.release()));
+    expect(released.map((result) => result.freed)).toEqual(Array(7).fill(true));
+    for (const resource of [...resources, taken]) expect(await servers.valuesOf(resource)).toEqual([null, null, null]);
+  });
+
+  it('a call that fails inside a batch fails alone: the others of the batch lock', async () => {
+    const redlock = await boundRedlock();
+    const broken = fresh('batch-broken');
+    // A line key of the wrong type: the acquire script's line commands fail (WRONGTYPE) on every member.
+    await Promise.all(servers.clients.map((client) => client.set(lineOf(broken), 'not a line')));
+    const others = [fresh('batch-ok'), fresh('batch-ok')];
+    const [first, failed, second] = await Promise.all(
+      [others[0]!, broken, others[1]!].map((resource) => redlock.acquire(resource, 5_000).catch((error: unknown) => error)),
+    );
+    expect(failed).toBeInstanceOf(LockAcquireError);
+    const votes = (failed as LockAcquireError).attempts[0]!.votes;
+    // Two errors decide the round (the third member's answer may come after it: 'pending').
+    const errors = votes.filter((vote) => vote.vote === 'error');
+    expect(errors.length).toBeGreaterThanOrEqual(2);
+    for (const vote of errors) expect(vote.error!.message).toMatch(/WRONGTYPE/);
+    for (const lock of [first, second] as Lock[]) {
+      expect(lock.votes.filter((vote) => vote.vote === 'locked').length).toBeGreaterThanOrEqual(2);
+      await lock.release();
+    }
+    await Promise.all(servers.clients.map((client) => client.del(lineOf(broken))));
+  });
+
+  it('calls run in the order they were made: a release before the acquire made after it in the same tick', async () => {
+    const redlock = await boundRedlock();
+    const resource = fresh('batch-order');
+    const lock = await redlock.acquire(resource, 10_000);
+    // One tick: the release, then another owner's one attempt at the same resource. Run in any
+    // other order, the attempt would meet the held key and fail.
+    const [released, next] = await Promise.all([lock.release(), redlock.acquire(resource, 10_000)]);
+    expect(released.freed).toBe(true);
+    expect(await servers.valuesOf(resource)).toEqual([next.value, next.value, next.value]);
+    await next.release();
+  });
+
+  it('a call that is not batched goes out after the batch made before it, on every member', async () => {
+    const redlock = await boundRedlock();
+    const held = await redlock.acquire(fresh('batch-held'), 10_000);
+    const monitors = servers.masters.map((master) => new Redis({ host: master.host, port: master.port }));
+    const seen: string[][] = monitors.map(() => []);
+    try {
+      await Promise.all(
+        monitors.map(async (monitor, index) => {
+          const feed = await monitor.monitor();
+          feed.on('monitor', (_time: string, args: string[]) => {
+            if (args[0]?.toLowerCase() === 'evalsha') seen[index]!.push(`${args[2]} ${args[3]}`);
+          });
+        }),
+      );
+      const resources = [fresh('batch-first'), fresh('batch-first')];
+      // One tick: two acquires (batched), then an extend (not batched) of the lock held.
+      const done = Promise.all([...resources.map((resource) => redlock.acquire(resource, 10_000)), held.extend(10_000)]);
+      const [a, b] = (await done) as [Lock, Lock];
+      await eventually(async () => expect(seen.every((calls) => calls.length >= 2)).toBe(true));
+      for (const calls of seen) {
+        // The batch (its KEYS: each resource's 5 keys and the epoch hash) before the extend (the held lock's key and the epoch hash).
+        expect(calls[0]).toBe(`12 ${resources[0]}`);
+        expect(calls[1]).toBe(`2 ${held.resources[0]}`);
+      }
+      for (const lock of [a, b, held]) await lock.release();
+    } finally {
+      for (const monitor of monitors) monitor.disconnect();
+    }
+  });
+
+  it('eviction switched on at runtime: no call of a batch counts on the members that evicted', async () => {
+    const holderRedlock = await boundRedlock();
+    const resource = fresh('batch-evicted');
+    const holder = await holderRedlock.acquire(resource, 30_000);
+    const second = await boundRedlock();
+    const admins = servers.clients.slice(0, 2); // a majority: the evictions alone would let `second` in
+    try {
+      for (const admin of admins) {
+        const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
+        await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+        await admin.config('SET', 'maxmemory', String(used + 400_000));
+        for (let i = 0; (await admin.exists(resource)) === 1 && i < 500; i++)
+          await admin.set(`filler:${resource}:${i}`, 'x'.repeat(50_000), 'EX', 3600).catch(() => undefined);
+        expect(await admin.exists(resource)).toBe(0);
+      }
+      // One tick, one batch per member: the evicted resource after two others.
+      const results = await Promise.all(
+        [fresh('batch-evicted-other'), fresh('batch-evicted-other'), resource].map((name) => second.acquire(name, 5_000).catch((error: unknown) => error)),
+      );
+      for (const result of results) {
+        if (!(result instanceof Error)) await (result as Lock).release();
+        expect(result).toBeInstanceOf(LockAcquireError);
+        expect((result as LockAcquireError).attempts[0]!.votes.slice(0, 2).map((vote) => vote.vote)).not.toContain('locked');
+      }
+    } finally {
+      for (const admin of admins) {
+        await admin.config('SET', 'maxmemory', '0');
+        await admin.config('SET', 'maxmemory-policy', 'noeviction');
+        await admin.flushall();
+      }
+      await holder.release().catch(() => undefined);
+    }
+  }, 30_000);
+});
+
+describe('the batch script on its own', () => {
+  it('answers each call as the call alone would: a reply, an error reply, or an error raised inside', async () => {
+    const client = servers.clients[0]!;
+    const epochId = (await client.hget(EPOCH_KEY, 'id'))!;
+    const release = (resource: string, epoch: string) => ({
+      script: 'quorumlockRelease' as const,
+      keys: [...resourceKeys([resource]), EPOCH_KEY],
+      args: [epoch, 'some value', '', ''],
+    });
+    const acquire = (resource: string) => ({
+      script: 'quorumlockAcquire' as const,
+      keys: [...resourceKeys([resource]), EPOCH_KEY],
+      args: [epochId, ...acquireArgs({ value: 'v', ttlMs: 5_000, waiter: { id: 'w', ticket: 1, leaseMs: 0 }, quarantineMs: 0, fencing: false }, '')],
+    });
+    const wrongType = fresh('batch-wrongtype');
+    await client.set(lineOf(wrongType), 'not a line');
+    const held = fresh('batch-held');
+    await client.set(held, 'some value');
+    // The text as a generic script (EVAL), to read its replies here.
+    const { keys, args } = batchArgs([
+      release(fresh('batch-absent'), epochId),
+      release(fresh('batch-absent'), 'another epoch'),
+      acquire(wrongType),
+      release(held, epochId),
+    ]);
+    const reply = await client.eval(batchLua, keys.length, ...keys, ...args);
+    expect(batchAnswer(reply, 0)).toEqual({ reply: 0 }); // nothing to release
+    const refused = batchAnswer(reply, 1); // its epoch binding refuses, as the script alone does
+    expect('error' in refused && refused.error.message).toMatch(/^QUORUMLOCK_EPOCH /);
+    const raised = batchAnswer(reply, 2); // an error raised inside, caught for that call alone
+    expect('error' in raised && raised.error.message).toMatch(/WRONGTYPE/);
+    expect(batchAnswer(reply, 3)).toEqual({ reply: 1 }); // the held key, deleted after the failure before it
+    expect(await client.exists(held)).toBe(0);
+    expect('error' in batchAnswer(reply, 4)).toBe(true); // no such call: a protocol error, never a reply
+    await client.del(lineOf(wrongType));
+  });
+});
