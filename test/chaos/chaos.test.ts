@@ -40,6 +40,24 @@ describe('chaos (short runs)', () => {
     expect(result.maxOverlapMs).toBeGreaterThan(0);
   }, 40_000);
 
+  // The contenders as one process, with locks of its own going on the same connections: their
+  // calls go out in batches with others (src/members/batching.ts) while members die and stop.
+  it('kill-restart, one process: the contended calls batched with others, nobody else let in', async () => {
+    const result = await runScenario('kill-restart', { seconds: 8, ...safe, oneProcess: true });
+    expect(result.faults.holderStillHolding).toBeGreaterThanOrEqual(1);
+    expect(result.faults.backgroundLocks).toBeGreaterThanOrEqual(100);
+    expect(result.acquisitions).toBeGreaterThanOrEqual(3);
+    expectExclusive(result);
+  }, 40_000);
+
+  it('minority-pause, one process: the contended calls batched with others', async () => {
+    const result = await runScenario('minority-pause', { seconds: 5, ...safe, oneProcess: true });
+    expect(result.faults.pauses).toBeGreaterThanOrEqual(2);
+    expect(result.faults.backgroundLocks).toBeGreaterThanOrEqual(100);
+    expect(result.acquisitions).toBeGreaterThanOrEqual(10);
+    expectExclusive(result);
+  }, 30_000);
+
   it('minority-pause: 2 of 5 stopped and resumed, again and again', async () => {
     const result = await runScenario('minority-pause', { seconds: 5, ...safe });
     expect(result.faults.pauses).toBeGreaterThanOrEqual(2);

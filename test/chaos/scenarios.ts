@@ -5,6 +5,7 @@
  */
 import Redis from 'ioredis';
 import { existsSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redlock, type RedlockOptions } from '../../src/index.js';
 import { startMasters, type Master, type MasterSet } from '../harness/index.js';
 import { processBackend } from '../harness/process.js';
@@ -55,6 +56,12 @@ export interface RunOptions {
   seconds: number;
   quarantine: boolean;
   fencing: boolean;
+  /**
+   * The clients as one process: their Redlocks share one set of connections, beside a Redlock
+   * that keeps BACKGROUND locks of its own going on them. The contended calls then go out in the
+   * same batches as others (src/members/batching.ts), through the faults.
+   */
+  oneProcess?: boolean;
 }
 
 export interface ScenarioResult {
@@ -86,6 +93,8 @@ export interface ScenarioResult {
 }
 
 const CLIENTS = 4;
+/** oneProcess: the locks taken and released at once beside the contenders, each on a resource of its own. */
+const BACKGROUND = 16;
 const RESOURCE = 'chaos:resource';
 /** How long one acquire may wait in line before it counts as failed. */
 const WAIT_TIMEOUT_MS = 5000;
@@ -139,11 +148,15 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
     if (spec.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
     const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
     const redlockOptions: RedlockOptions = { nodeTimeout: 50, maxLockTtl, quarantine: options.quarantine, driftFactor: spec.driftFactor ?? 0.01 };
+    const shared = options.oneProcess ? await connectAll(addresses) : undefined;
+    if (shared) connections.push(shared);
     for (let i = 0; i < CLIENTS; i++) {
-      const members = await connectAll(addresses);
-      connections.push(members);
+      const members = shared ?? (await connectAll(addresses));
+      if (!shared) connections.push(members);
       redlocks.push(new Redlock(members.clients, redlockOptions));
     }
+    const background = shared && new Redlock(shared.clients, { ...redlockOptions, retryCount: 0 });
+    if (background) redlocks.push(background);
     // The masters are brand new: the operator's one-time declaration, or none would count for maxLockTtl.
     await redlocks[0]!.trustMembers();
     const faults: Record<string, number> = {};
@@ -161,7 +174,7 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), options.seconds * 1000);
     const contenders = contend({
-      redlocks,
+      redlocks: background ? redlocks.slice(0, CLIENTS) : redlocks,
       resource: RESOURCE,
       ttl,
       hold: spec.hold,
@@ -181,7 +194,18 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
       stop.abort();
       throw error;
     };
+    let backgroundLocks = 0;
+    const backgroundLoops = Array.from({ length: background ? BACKGROUND : 0 }, async (_, loop) => {
+      for (let n = 0; !stop.signal.aborted; n++) {
+        const lock = await background!.acquire(`chaos:background:${loop}:${n}`, ttl).catch(() => undefined);
+        if (lock) backgroundLocks++;
+        // A failed attempt (a member down or paused) is tried again after a short pause, not in a tight loop.
+        await (lock ? lock.release().catch(() => undefined) : sleep(20));
+      }
+    });
     const [recorded, injected] = await Promise.allSettled([contenders.done.catch(failed), fault.catch(failed)]);
+    await Promise.all(backgroundLoops);
+    if (background) faults.backgroundLocks = backgroundLocks;
     clearTimeout(timer);
     if (recorded.status === 'rejected') throw recorded.reason;
     if (injected.status === 'rejected') throw injected.reason;
