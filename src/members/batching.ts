@@ -22,8 +22,9 @@ import type { Connection } from '../clients/index.js';
 import { batchAnswer, batchArgs, type BatchCall, type Batched } from '../store/batch.js';
 import type { BoundCopies } from './binding.js';
 
-/** The most calls in one batch: it runs as one script, which blocks its server while it runs. */
+/** The most calls, and keys, in one batch: it runs as one script, which blocks its server while it runs. */
 export const BATCH_LIMIT = 64;
+const BATCH_KEYS = 640;
 
 interface Pending extends BatchCall {
   resolve(reply: unknown): void;
@@ -43,7 +44,13 @@ export class CallBatch {
   readonly #client: Connection;
   /** The calls made in this tick, in order, and the copies they were made with. */
   #calls: Pending[] = [];
+  #keys = 0;
   #copies: BoundCopies | undefined;
+  /**
+   * Off for good after the server refused a batch as a whole (an ACL that allows some of its keys
+   * and not others, say): one call's refusal must not be every call's.
+   */
+  #off = false;
 
   constructor(client: Connection) {
     this.#client = client;
@@ -54,12 +61,14 @@ export class CallBatch {
    * member's call would use): the reply or error its own EVALSHA would have given.
    */
   send(copies: BoundCopies, script: Batched, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    if (this.#off) return this.#client.evalsha!(copies.shas[script], keys, args);
     // A batch is one set of copies: a call made with others (rebound in this tick) starts a new one.
-    if (this.#copies !== copies || this.#calls.length >= BATCH_LIMIT) this.flush();
+    if (this.#copies !== copies || this.#calls.length >= BATCH_LIMIT || this.#keys + keys.length > BATCH_KEYS) this.flush();
     if (this.#calls.length === 0) {
       this.#copies = copies;
       nextTick(CallBatch.#flushOf, this);
     }
+    this.#keys += keys.length;
     return new Promise((resolve, reject) => this.#calls.push({ script, keys, args, resolve, reject }));
   }
 
@@ -73,6 +82,7 @@ export class CallBatch {
     const copies = this.#copies;
     if (calls.length === 0 || copies === undefined) return;
     this.#calls = [];
+    this.#keys = 0;
     this.#copies = undefined;
     const evalsha = this.#client.evalsha!;
     if (calls.length === 1) {
@@ -89,7 +99,10 @@ export class CallBatch {
           if ('error' in answer) call.reject(answer.error);
           else call.resolve(answer.reply);
         }),
-      (error: unknown) => {
+      (error: { name?: string; message?: string }) => {
+        // The server's refusal of the batch itself (not a lost connection, not NOSCRIPT: the copies'
+        // own case, handled by each call): the calls from now on go one by one.
+        if (error?.name === 'ReplyError' && !error.message?.includes('NOSCRIPT')) this.#off = true;
         for (const call of calls) call.reject(error);
       },
     );

@@ -24,7 +24,8 @@
  * - a copy is called only while the process the client's own connection reaches, as its server
  *   watch's last INFO says (watch.ts, runId: undefined from a lost connection until the next
  *   reading, as the connection may have come back to another process), is the one it was loaded
- *   into: the member compares the two on every call (RedisMember, #boundSha). Both are fields,
+ *   into: the member compares the two on every call it makes (RedisMember, #boundCopies; a call
+ *   in a batch, batching.ts, is written at the end of that tick, as a corked call was). Both are fields,
  *   set where what they follow changes (here: a load, a NOSCRIPT, a new process; watch.ts: each
  *   reading and each lost connection), so the comparison is exact at any call, whatever order
  *   the watch's listeners run in.
@@ -35,8 +36,9 @@
  * forever); no permission for SCRIPT LOAD or MULTI), the generic scripts
  * read INFO server, as before.
  *
- * What it costs the server: two scripts (~11 KB each, with their compiled code) per bound
- * client, in each member's script cache until that server restarts or SCRIPT FLUSH (a script
+ * What it costs the server: a copy of each bindable script (scripts.ts, BINDABLE: the batch of
+ * acquires and releases, batching.ts, is the largest, ~20 KB) per bound client, in each member's
+ * script cache until that server restarts or SCRIPT FLUSH (a script
  * loaded by SCRIPT LOAD is never evicted). One binding serves every Redlock on a client; a copy is
  * loaded only where the loader reached the very process the client's own connection reports.
  */

@@ -186,9 +186,10 @@ export class RedisMember implements Member {
    * rollback or release is always written after the acquire it undoes (src/quorum/release.ts
    * relies on it). An earlier version wrote some calls through ioredis' auto-pipelining queue,
    * which flushes later: a direct release then overtook its own acquire and left the key behind
-   * (docs/internals.md#auto-pipelining). Batching stays, in order, where the library writes on
-   * one socket (ioredis): the first call in a tick corks it and the end of the tick uncorks it,
-   * so the tick's calls share one write syscall.
+   * (docs/internals.md#auto-pipelining). Where the library writes on one socket (ioredis), the
+   * first call in a tick corks it and the end of the tick uncorks it, so the tick's calls share
+   * one write syscall; with bound copies, its acquires and releases share one script call too (a
+   * batch: batching.ts), and any other call sends the batch before it.
    *
    * The reply is settled here, in the call's one reaction: `decode` (the reply as it is when
    * absent) and, for what it fails with, `failed` (the epoch binding's, epochs.ts). A layer that
@@ -201,8 +202,8 @@ export class RedisMember implements Member {
     failed?: (error: unknown) => T | Promise<T>,
   ): Promise<T> {
     // libuv writes at most 1024 buffers per writev: a burst of thousands of calls in one corked
-    // tick would go out a thousand per event-loop turn. Flushing every CORK_BATCH calls keeps a
-    // burst one write per batch, all in this tick, still in call order.
+    // tick would go out a thousand per event-loop turn. Uncorking every CORK_BATCH calls keeps a
+    // burst one write per CORK_BATCH calls, all in this tick, still in call order.
     if (this.#uncork !== undefined && ++this.#corkedCalls >= CORK_BATCH) {
       this.#corkedCalls = 0;
       this.#uncork();

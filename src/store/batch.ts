@@ -59,7 +59,7 @@ for c = 1, n do
   if ok and not (type(reply) == 'table' and reply.err) then
     out[c] = {0, reply}
   else
-    out[c] = {1, type(reply) == 'table' and reply.err or tostring(reply)}
+    out[c] = {1, type(reply) == 'table' and reply.err or 'ERR ' .. tostring(reply)}
   end
 end
 return out`,

@@ -125,6 +125,37 @@ describe('batching', () => {
     }
   });
 
+  it('a server that refuses a batch as a whole fails its calls once; the connection batches no more', async () => {
+    await Promise.all(
+      servers.clients.map((admin) =>
+        admin.call('ACL', 'SETUSER', 'some-keys', 'on', '>some-keys-secret', '~allowed:*', '~{allowed:*', '~quorumlock:*', '&*', '+@all'),
+      ),
+    );
+    const users = servers.masters.map((master) => new Redis({ host: master.host, port: master.port, username: 'some-keys', password: 'some-keys-secret' }));
+    try {
+      const redlock = new Redlock(users, { retryCount: 0 });
+      await eventually(async () => {
+        if ((contextOf(redlock).members as RedisMember[]).some((member) => member.bound === undefined)) throw new Error('not bound yet');
+      }, 10_000);
+      await (await redlock.acquire(fresh('allowed:warm'), 5_000)).release();
+      const tick = () =>
+        Promise.all([fresh('allowed:batch'), fresh('denied:batch')].map((name) => redlock.acquire(name, 5_000).catch((error: unknown) => error)));
+      // The first batch holds a key the user may not touch: the server refuses it whole (NOPERM).
+      const [first, denied] = await tick();
+      expect(denied).toBeInstanceOf(LockAcquireError);
+      if (!(first instanceof Error)) await (first as Lock).release();
+      // From then on the calls go one by one: only the denied one fails.
+      const [allowed, deniedAgain] = await tick();
+      expect(allowed).not.toBeInstanceOf(Error);
+      expect(deniedAgain).toBeInstanceOf(LockAcquireError);
+      for (const vote of (deniedAgain as LockAcquireError).attempts[0]!.votes.filter((v) => v.vote === 'error')) expect(vote.error!.message).toMatch(/NOPERM/);
+      await (allowed as Lock).release();
+    } finally {
+      for (const user of users) user.disconnect();
+      await Promise.all(servers.clients.map((admin) => admin.call('ACL', 'DELUSER', 'some-keys')));
+    }
+  });
+
   it('eviction switched on at runtime: no call of a batch counts on the members that evicted', async () => {
     const holderRedlock = await boundRedlock();
     const resource = fresh('batch-evicted');
