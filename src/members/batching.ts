@@ -47,8 +47,8 @@ export class CallBatch {
   #keys = 0;
   #copies: BoundCopies | undefined;
   /**
-   * Off for good after the server refused a batch as a whole (an ACL that allows some of its keys
-   * and not others, say): one call's refusal must not be every call's.
+   * Off for good after an ACL refused a batch for the keys of some of its calls: one call's
+   * refusal must not be every call's.
    */
   #off = false;
 
@@ -61,7 +61,10 @@ export class CallBatch {
    * member's call would use): the reply or error its own EVALSHA would have given.
    */
   send(copies: BoundCopies, script: Batched, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    if (this.#off) return this.#client.evalsha!(copies.shas[script], keys, args);
+    if (this.#off) {
+      this.flush(); // calls queued before the refusal was read go first
+      return this.#client.evalsha!(copies.shas[script], keys, args);
+    }
     // A batch is one set of copies: a call made with others (rebound in this tick) starts a new one.
     if (this.#copies !== copies || this.#calls.length >= BATCH_LIMIT || this.#keys + keys.length > BATCH_KEYS) this.flush();
     if (this.#calls.length === 0) {
@@ -99,10 +102,11 @@ export class CallBatch {
           if ('error' in answer) call.reject(answer.error);
           else call.resolve(answer.reply);
         }),
-      (error: { name?: string; message?: string }) => {
-        // The server's refusal of the batch itself (not a lost connection, not NOSCRIPT: the copies'
-        // own case, handled by each call): the calls from now on go one by one.
-        if (error?.name === 'ReplyError' && !error.message?.includes('NOSCRIPT')) this.#off = true;
+      (error: { message?: string }) => {
+        // An ACL that refused the batch for a key of one of its calls: from now on the calls go one
+        // by one. (What else refuses a batch, a replica's READONLY, LOADING, BUSY, would refuse
+        // each of its calls alone too; NOSCRIPT is the copies' own case, handled by each call.)
+        if (error?.message?.startsWith('NOPERM')) this.#off = true;
         for (const call of calls) call.reject(error);
       },
     );

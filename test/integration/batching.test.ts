@@ -125,7 +125,7 @@ describe('batching', () => {
     }
   });
 
-  it('a server that refuses a batch as a whole fails its calls once; the connection batches no more', async () => {
+  it('an ACL that refuses a batch for some of its keys fails its calls once; the connection batches no more', async () => {
     await Promise.all(
       servers.clients.map((admin) =>
         admin.call('ACL', 'SETUSER', 'some-keys', 'on', '>some-keys-secret', '~allowed:*', '~{allowed:*', '~quorumlock:*', '&*', '+@all'),
