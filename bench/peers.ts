@@ -13,7 +13,7 @@ import { RedlockMutex, TimeoutError as SemaphoreTimeoutError } from 'redis-semap
 import { createRedlock, IoredisAdapter, LockAcquisitionError } from 'redlock-universal';
 import type { MasterSet } from '../test/harness/types.js';
 import { EPOCH_KEY, resourceKeys } from '../src/store/keys.js';
-import { CORK_BATCH } from '../src/members/redis-member.js';
+import { CORK_CALLS } from '../src/members/redis-member.js';
 import { quorumlock as library } from './quorumlock.js';
 
 const { LockAcquireError, Redlock } = library;
@@ -122,13 +122,13 @@ export const checkedKeys = (resource: string): string[] => [...resourceKeys([res
 /**
  * Writes the calls a tick makes on `client` in one socket write, as quorumlock's members do
  * (src/members/redis-member.ts, #call): the first call in a tick corks the socket, the end of the
- * tick uncorks it, and a long burst is flushed every CORK_BATCH calls.
+ * tick uncorks it, and a long burst is uncorked every CORK_CALLS calls.
  */
 function corkTick(client: Redis): void {
   const corked = corkedTicks.get(client);
   if (corked !== undefined) {
     // The stream corked at the tick's first call, not client.stream now: a reconnect may replace it.
-    if (++corked.calls < CORK_BATCH) return;
+    if (++corked.calls < CORK_CALLS) return;
     corked.stream.uncork();
     corked.stream.cork();
     corked.calls = 0;

@@ -10,6 +10,7 @@ export interface ClientShape {
     db?: number;
     name?: string;
     sentinels?: { host?: string; port?: number }[] | null;
+    stringNumbers?: boolean;
   };
   startupNodes?: (string | number | { host?: string; port?: number })[];
   isCluster?: boolean;

@@ -38,7 +38,9 @@ export function describeClient(client: unknown): ClientDescription | undefined {
   if (typeof client !== 'object' || client === null) return undefined;
   if (isIoredis(client)) {
     const shape = client as ClientShape;
-    return { library: 'ioredis', id: memberIdOf(shape), isCluster: shape.isCluster === true, keyPrefix: shape.options?.keyPrefix ?? '' };
+    // Its integer replies come as strings: no script reply would read as what it says.
+    const refused = shape.options?.stringNumbers === true ? "has ioredis' stringNumbers option on: give quorumlock a client without it" : undefined;
+    return { library: 'ioredis', id: memberIdOf(shape), isCluster: shape.isCluster === true, keyPrefix: shape.options?.keyPrefix ?? '', refused };
   }
   if (isGlide(client)) return { library: 'glide', ...describeGlide(client) };
   if (isNodeRedis(client)) return { library: 'node-redis', ...describeNodeRedis(client) };

@@ -104,7 +104,12 @@ const keyPrefixOf = (options: NonNullable<Client['options']>) => {
 export function describeNodeRedis(user: object): { id: string; isCluster: boolean; keyPrefix: string; refused?: string } {
   const client = user as Client;
   if (typeof (user as { getMasterNode?: unknown }).getMasterNode === 'function')
-    return { id: 'sentinel', isCluster: false, keyPrefix: '', refused: 'is a node-redis Sentinel client (createSentinel), which quorumlock does not take yet' };
+    return {
+      id: 'sentinel',
+      isCluster: false,
+      keyPrefix: '',
+      refused: 'is a node-redis Sentinel client (createSentinel), which quorumlock does not take yet: use an ioredis, iovalkey or GLIDE client for this member',
+    };
   // A Cluster keeps its options as _options (5 and 6): it has no public getter.
   const options = client.options ?? (client as { _options?: Client['options'] })._options ?? {};
   if (isCluster(client)) {

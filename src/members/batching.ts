@@ -45,6 +45,8 @@ export class CallBatch {
   /** The calls made in this tick, in order, and the copies they were made with. */
   #calls: Pending[] = [];
   #keys = 0;
+  /** Whether a batched call was made in this tick: the first goes out alone, at once (see send). */
+  #ticking = false;
   #copies: BoundCopies | undefined;
   /**
    * Off for good after an ACL refused a batch for the keys of some of its calls: one call's
@@ -63,19 +65,33 @@ export class CallBatch {
   send(copies: BoundCopies, script: Batched, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     if (this.#off) {
       this.flush(); // calls queued before the refusal was read go first
-      return this.#client.evalsha!(copies.shas[script], keys, args);
+      return this.#alone(copies, { script, keys, args });
+    }
+    // The tick's first call goes out alone, at once: one lock at a time pays nothing for batching.
+    // The calls after it in the tick join the batch, which goes out after it.
+    if (!this.#ticking) {
+      this.#ticking = true;
+      nextTick(CallBatch.#endOfTick, this);
+      return this.#alone(copies, { script, keys, args });
     }
     // A batch is one set of copies: a call made with others (rebound in this tick) starts a new one.
     if (this.#copies !== copies || this.#calls.length >= BATCH_LIMIT || this.#keys + keys.length > BATCH_KEYS) this.flush();
-    if (this.#calls.length === 0) {
-      this.#copies = copies;
-      nextTick(CallBatch.#flushOf, this);
-    }
+    if (this.#calls.length === 0) this.#copies = copies;
     this.#keys += keys.length;
     return new Promise((resolve, reject) => this.#calls.push({ script, keys, args, resolve, reject }));
   }
 
-  static #flushOf(batch: CallBatch): void {
+  /** One call by its own copy (a client that throws instead of rejecting still gets a rejection). */
+  #alone(copies: BoundCopies, call: BatchCall): Promise<unknown> {
+    try {
+      return this.#client.evalsha!(copies.shas[call.script], call.keys, call.args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  static #endOfTick(batch: CallBatch): void {
+    batch.#ticking = false;
     batch.flush();
   }
 
@@ -87,15 +103,19 @@ export class CallBatch {
     this.#calls = [];
     this.#keys = 0;
     this.#copies = undefined;
-    const evalsha = this.#client.evalsha!;
-    if (calls.length === 1) {
-      // One call: as its own copy, the cheaper call.
-      const [call] = calls as [Pending];
-      evalsha(copies.shas[call.script], call.keys, call.args).then(call.resolve, call.reject);
+    // One call, or none may go together any more: each as its own copy, in order.
+    if (calls.length === 1 || this.#off) {
+      for (const call of calls) this.#alone(copies, call).then(call.resolve, call.reject);
       return;
     }
     const { keys, args } = batchArgs(calls);
-    evalsha(copies.shas.quorumlockBatch, keys, args).then(
+    let sent: Promise<unknown>;
+    try {
+      sent = this.#client.evalsha!(copies.shas.quorumlockBatch, keys, args);
+    } catch (error) {
+      sent = Promise.reject(error); // a client that throws instead of rejecting: each call still ends
+    }
+    sent.then(
       (reply) =>
         calls.forEach((call, index) => {
           const answer = batchAnswer(reply, index);
@@ -104,8 +124,9 @@ export class CallBatch {
         }),
       (error: { message?: string }) => {
         // An ACL that refused the batch for a key of one of its calls: from now on the calls go one
-        // by one. (What else refuses a batch, a replica's READONLY, LOADING, BUSY, would refuse
-        // each of its calls alone too; NOSCRIPT is the copies' own case, handled by each call.)
+        // by one (batches sent before this was read fail whole too). What else refuses a batch
+        // (LOADING, BUSY, OOM) would refuse each call alone too; NOSCRIPT is the copies' own case,
+        // handled by each call.
         if (error?.message?.startsWith('NOPERM')) this.#off = true;
         for (const call of calls) call.reject(error);
       },

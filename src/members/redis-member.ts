@@ -94,7 +94,7 @@ export function serverTopology(client: Connection): Topology {
 }
 
 /** Calls per socket write in a burst (#call). Each of our calls is 1 to 3 buffers for ioredis (the one adapter that corks). */
-export const CORK_BATCH = 256;
+export const CORK_CALLS = 256;
 
 /**
  * One script call, as data: which script, its keys and its arguments, and for a write the epoch
@@ -202,9 +202,9 @@ export class RedisMember implements Member {
     failed?: (error: unknown) => T | Promise<T>,
   ): Promise<T> {
     // libuv writes at most 1024 buffers per writev: a burst of thousands of calls in one corked
-    // tick would go out a thousand per event-loop turn. Uncorking every CORK_BATCH calls keeps a
-    // burst one write per CORK_BATCH calls, all in this tick, still in call order.
-    if (this.#uncork !== undefined && ++this.#corkedCalls >= CORK_BATCH) {
+    // tick would go out a thousand per event-loop turn. Uncorking every CORK_CALLS calls keeps a
+    // burst one write per CORK_CALLS calls, all in this tick, still in call order.
+    if (this.#uncork !== undefined && ++this.#corkedCalls >= CORK_CALLS) {
       this.#corkedCalls = 0;
       this.#uncork();
       this.#uncork = this.#client.cork?.();
@@ -213,20 +213,22 @@ export class RedisMember implements Member {
     const copies = script in BINDABLE ? this.#boundCopies() : undefined;
     const allKeys = epochKey === undefined ? keys : keysWithEpoch(keys, epochKey);
     const allArgs = epochKey === undefined ? args : [epochId!, ...args];
+    // An exclusive acquire or a release by bound copies joins this tick's batch (batching.ts);
+    // any other call sends that batch first.
+    if (copies !== undefined && script in BATCHED)
+      return this.#bound(this.#batch.send(copies, script as Batched, allKeys, allArgs), copies.shas[script as Bindable], decode, failed);
+    this.#batch.flush();
     if (copies === undefined) {
-      this.#batch.flush();
       const sent = this.#client.script(script, allKeys, allArgs) as Promise<R>;
       return decode === undefined && failed === undefined ? (sent as Promise<unknown> as Promise<T>) : sent.then(decode, failed);
     }
-    // A bound copy: by EVALSHA only, never EVAL (binding.ts), on the same ordered path; an acquire
-    // or release in this tick's batch (batching.ts), anything else after it.
+    // A bound copy: by EVALSHA only, never EVAL (binding.ts), on the same ordered path.
     const sha = copies.shas[script as Bindable];
-    let sent: Promise<unknown>;
-    if (script in BATCHED) sent = this.#batch.send(copies, script as Batched, allKeys, allArgs);
-    else {
-      this.#batch.flush();
-      sent = this.#client.evalsha!(sha, allKeys, allArgs);
-    }
+    return this.#bound(this.#client.evalsha!(sha, allKeys, allArgs), sha, decode, failed);
+  }
+
+  /** A bound copy's call settled: a NOSCRIPT says the copy `sha` is not where the call went. */
+  #bound<R, T>(sent: Promise<unknown>, sha: string, decode?: (reply: R) => T | Promise<T>, failed?: (error: unknown) => T | Promise<T>): Promise<T> {
     return (sent as Promise<R>).then(decode, (error: Error) => {
       if (error?.message?.includes('NOSCRIPT')) this.#binding.missing(sha);
       if (failed === undefined) throw error;
@@ -241,7 +243,9 @@ export class RedisMember implements Member {
     this.#uncork = uncork;
     this.#corkedCalls = 0;
     nextTick(() => {
-      // The batch flush in #call may have corked again: uncork whatever is corked now.
+      // The tick's batch first (batching.ts), so that it goes out in the same write as the rest.
+      this.#batch.flush();
+      // The uncork every CORK_CALLS calls in #call may have corked again: uncork whatever is corked now.
       const now = this.#uncork;
       this.#uncork = undefined;
       now?.();

@@ -176,8 +176,7 @@ export function checkMembers(members: unknown): MemberClient[] {
     const described = describeClient(client);
     if (described === undefined) throw argumentError(TypeError, `members[${index}]`, `must be ${SUPPORTED}, got ${show(client)}`);
     const { id, isCluster, keyPrefix: prefix, refused } = described;
-    if (refused !== undefined)
-      throw argumentError(TypeError, `members[${index}]`, `${refused}: use an ioredis, iovalkey or GLIDE client for this member (docs/clients.md)`);
+    if (refused !== undefined) throw argumentError(TypeError, `members[${index}]`, `${refused} (docs/clients.md)`);
     if (isCluster && !clusterPrefixWorks(prefix)) {
       throw argumentError(
         RangeError,

@@ -25,7 +25,7 @@ const KINDS = Object.keys(BATCHED) as Batched[];
 // sections the scripts read (replication: role and lineage; stats: evicted_keys; server: run id,
 // uptime) cannot change while a script runs (a server evicts only between commands), so every
 // call reads what it would have read alone at that point. INFO commandstats is read each time: it
-// counts the scripts that ran before.
+// counts the scripts that ran before the batch (a restart then looks less clean, never more).
 export const batchLua = [
   'local run = {}',
   ...KINDS.map((name, index) => `run[${index + 1}] = function(KEYS, ARGV, redis)\n${BATCHED[name]}\nend`),

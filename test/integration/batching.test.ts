@@ -10,6 +10,7 @@ import Redis from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockAcquireError, Redlock, type Lock } from '../../src/index.js';
 import type { RedisMember } from '../../src/members/redis-member.js';
+import { BATCH_LIMIT } from '../../src/members/batching.js';
 import { contextOf } from '../../src/redlock.js';
 import { batchAnswer, batchArgs, batchLua } from '../../src/store/batch.js';
 import { EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
@@ -45,9 +46,10 @@ describe('batching', () => {
     await Promise.all(servers.clients.map((client) => client.config('RESETSTAT')));
     // Made in one tick: one batch per member, with a refused call among them.
     const results = await Promise.all([...resources, taken].map((resource) => redlock.tryAcquire(resource, 10_000)));
-    // Seven acquires, one script call per member (a member whose answer came after the refused
-    // round decided gets that round's rollback, a release, as one call more).
-    for (const calls of await Promise.all(servers.clients.map(evalshaCalls))) expect(calls).toBeLessThanOrEqual(2);
+    // Seven acquires, two script calls per member: the tick's first alone, the six after it as
+    // one batch (a member whose answer came after the refused round decided gets that round's
+    // rollback, a release, as one call more).
+    for (const calls of await Promise.all(servers.clients.map(evalshaCalls))) expect(calls).toBeLessThanOrEqual(3);
     const locks = results.slice(0, -1) as Lock[];
     expect(results.at(-1)).toBeNull(); // the held one: refused, its voters said 'taken'
     for (const [index, lock] of locks.entries()) {
@@ -59,6 +61,18 @@ describe('batching', () => {
     const released = await Promise.all([...locks, holder].map((lock) => lock.release()));
     expect(released.map((result) => result.freed)).toEqual(Array(7).fill(true));
     for (const resource of [...resources, taken]) expect(await servers.valuesOf(resource)).toEqual([null, null, null]);
+  });
+
+  it('more calls in a tick than a batch takes: batches of BATCH_LIMIT, in order, every call answered', async () => {
+    const redlock = await boundRedlock();
+    const resources = Array.from({ length: BATCH_LIMIT + 6 }, () => fresh('batch-many'));
+    await Promise.all(servers.clients.map((client) => client.config('RESETSTAT')));
+    const locks = await Promise.all(resources.map((resource) => redlock.acquire(resource, 10_000)));
+    // Three script calls per member: the tick's first alone, a full batch, then the five after it.
+    expect(await Promise.all(servers.clients.map(evalshaCalls))).toEqual([3, 3, 3]);
+    for (const [index, lock] of locks.entries()) expect(lock.resources).toEqual([resources[index]]);
+    await Promise.all(locks.map((lock) => lock.release()));
+    for (const resource of resources.slice(-3)) expect(await servers.valuesOf(resource)).toEqual([null, null, null]);
   });
 
   it('a call that fails inside a batch fails alone: the others of the batch lock', async () => {
@@ -109,17 +123,17 @@ describe('batching', () => {
           });
         }),
       );
-      const resources = [fresh('batch-first'), fresh('batch-first')];
-      // One tick: two acquires (batched), then an extend (not batched) of the lock held.
+      const resources = [fresh('batch-first'), fresh('batch-first'), fresh('batch-first')];
+      // One tick: three acquires (the first alone, two batched), then an extend (not batched) of the lock held.
       const done = Promise.all([...resources.map((resource) => redlock.acquire(resource, 10_000)), held.extend(10_000)]);
-      const [a, b] = (await done) as [Lock, Lock];
-      await eventually(async () => expect(seen.every((calls) => calls.length >= 2)).toBe(true));
+      const [a, b, c] = (await done) as [Lock, Lock, Lock];
+      await eventually(async () => expect(seen.every((calls) => calls.length >= 3)).toBe(true));
       for (const calls of seen) {
-        // The batch (its KEYS: each resource's 5 keys and the epoch hash) before the extend (the held lock's key and the epoch hash).
-        expect(calls[0]).toBe(`12 ${resources[0]}`);
-        expect(calls[1]).toBe(`2 ${held.resources[0]}`);
+        // The first acquire (its resource's 5 keys and the epoch hash), the batch of the other two,
+        // then the extend (the held lock's key and the epoch hash).
+        expect(calls.slice(0, 3)).toEqual([`6 ${resources[0]}`, `12 ${resources[1]}`, `2 ${held.resources[0]}`]);
       }
-      for (const lock of [a, b, held]) await lock.release();
+      for (const lock of [a, b, c, held]) await lock.release();
     } finally {
       for (const monitor of monitors) monitor.disconnect();
     }
@@ -138,14 +152,19 @@ describe('batching', () => {
         if ((contextOf(redlock).members as RedisMember[]).some((member) => member.bound === undefined)) throw new Error('not bound yet');
       }, 10_000);
       await (await redlock.acquire(fresh('allowed:warm'), 5_000)).release();
+      // The tick's first call goes alone; the other two, an allowed and a denied one, as a batch.
       const tick = () =>
-        Promise.all([fresh('allowed:batch'), fresh('denied:batch')].map((name) => redlock.acquire(name, 5_000).catch((error: unknown) => error)));
-      // The first batch holds a key the user may not touch: the server refuses it whole (NOPERM).
-      const [first, denied] = await tick();
+        Promise.all(
+          [fresh('allowed:first'), fresh('allowed:batch'), fresh('denied:batch')].map((name) => redlock.acquire(name, 5_000).catch((error: unknown) => error)),
+        );
+      // The batch holds a key the user may not touch: the server refuses it whole (NOPERM).
+      const [first, refused, denied] = await tick();
+      expect(refused).toBeInstanceOf(LockAcquireError);
       expect(denied).toBeInstanceOf(LockAcquireError);
-      if (!(first instanceof Error)) await (first as Lock).release();
+      await (first as Lock).release();
       // From then on the calls go one by one: only the denied one fails.
-      const [allowed, deniedAgain] = await tick();
+      const [firstAgain, allowed, deniedAgain] = await tick();
+      await (firstAgain as Lock).release();
       expect(allowed).not.toBeInstanceOf(Error);
       expect(deniedAgain).toBeInstanceOf(LockAcquireError);
       for (const vote of (deniedAgain as LockAcquireError).attempts[0]!.votes.filter((v) => v.vote === 'error')) expect(vote.error!.message).toMatch(/NOPERM/);

@@ -17,7 +17,7 @@ import { checkAcquireOptions, checkMembers, checkResources, checkSettings, check
 import { defaults, MAX_TTL_MS, type RedlockOptions, type Settings } from '../../src/options/settings.js';
 
 const lazy: Redis[] = [];
-function lazyClient(options: { host?: string; port?: number; db?: number } = {}): Redis {
+function lazyClient(options: { host?: string; port?: number; db?: number; stringNumbers?: boolean } = {}): Redis {
   const client = new Redis({ ...options, lazyConnect: true });
   lazy.push(client);
   return client;
@@ -259,6 +259,13 @@ describe('members (checkMembers)', () => {
       kind: TypeError,
       parameter: 'members[1]',
       says: ['is a node-redis Sentinel client (createSentinel)', 'use an ioredis, iovalkey or GLIDE client'],
+    },
+    {
+      label: 'an ioredis client with stringNumbers (every integer reply a string)',
+      run: () => checkMembers([a, lazyClient({ port: 7002, stringNumbers: true })]),
+      kind: TypeError,
+      parameter: 'members[1]',
+      says: ["has ioredis' stringNumbers option on", 'a client without it'],
     },
     {
       label: 'a node-redis client and an ioredis client of one server',
