@@ -6,7 +6,7 @@ const unit = ['test/unit/**/*.test.ts', 'test/model/**/*.test.ts'];
 
 /**
  * The chaos scenarios (faults against many clients for seconds each): `npm run test:chaos`, which
- * CI runs after `npm test`, so that the default suite stays near two minutes on two cores.
+ * CI runs after `npm test`, so that the default suite stays short (about four minutes on two cores).
  */
 const chaos = ['test/chaos/chaos.test.ts', 'test/chaos/*-chaos.test.ts'];
 

@@ -1,16 +1,15 @@
 /**
  * npm run bench:batching [-- --turns 3] [--cycles 30720]
  *
- * What the transport costs per script call, and what one call per member per tick would save:
+ * What the transport costs per script call, and what one script call per member per tick saves:
  * the checked floor (bench/peers.ts: quorumlock's keys, arguments, per-call check reads and
  * writes, and nothing of its client) beside a "batched floor" that makes the same calls, but sends
- * all the calls a tick makes to one member as ONE script call (the per-call check reads done once
- * per call, as a batch bound to one epoch would), and quorumlock itself. Acquire + release cycles
+ * all the calls a tick makes to one member as ONE script call (the check reads done once per
+ * script call), and quorumlock itself (which batches: src/members/batching.ts). Acquire + release cycles
  * on five local masters, at c = 1, 16, 128 and 512, in turns, medians printed.
  *
- * Not a client: the batched floor has no epoch binding, no per-entry error isolation and no
- * ordering rule with other commands. It measures the lever, not a design (docs/performance.md,
- * "What bounds c = 512").
+ * Not a client: the batched floor has no epoch binding, no per-call error isolation and no
+ * ordering rule with other commands: the floor of batching, not a design (docs/performance.md).
  */
 import Redis from 'ioredis';
 import { nextTick } from 'node:process';

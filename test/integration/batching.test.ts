@@ -16,7 +16,7 @@ import { batchAnswer, batchArgs, batchLua } from '../../src/store/batch.js';
 import { EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
 import { acquireArgs } from '../../src/store/protocol.js';
 import { startTestMasters, type TestMasters } from './masters.js';
-import { eventually, fresh, lineOf } from './util.js';
+import { eventually, evictUntilGone, fresh, lineOf, stopEvicting } from './util.js';
 
 let servers: TestMasters;
 beforeAll(async () => {
@@ -182,15 +182,8 @@ describe('batching', () => {
     const second = await boundRedlock();
     const admins = servers.clients.slice(0, 2); // a majority: the evictions alone would let `second` in
     try {
-      for (const admin of admins) {
-        const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
-        await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
-        await admin.config('SET', 'maxmemory', String(used + 400_000));
-        for (let i = 0; (await admin.exists(resource)) === 1 && i < 500; i++)
-          await admin.set(`filler:${resource}:${i}`, 'x'.repeat(50_000), 'EX', 3600).catch(() => undefined);
-        expect(await admin.exists(resource)).toBe(0);
-      }
-      // One tick, one batch per member: the evicted resource after two others.
+      await evictUntilGone(admins, resource);
+      // One tick: the first call alone, then a batch per member with the evicted resource in it.
       const results = await Promise.all(
         [fresh('batch-evicted-other'), fresh('batch-evicted-other'), resource].map((name) => second.acquire(name, 5_000).catch((error: unknown) => error)),
       );
@@ -200,11 +193,7 @@ describe('batching', () => {
         expect((result as LockAcquireError).attempts[0]!.votes.slice(0, 2).map((vote) => vote.vote)).not.toContain('locked');
       }
     } finally {
-      for (const admin of admins) {
-        await admin.config('SET', 'maxmemory', '0');
-        await admin.config('SET', 'maxmemory-policy', 'noeviction');
-        await admin.flushall();
-      }
+      await stopEvicting(admins);
       await holder.release().catch(() => undefined);
     }
   }, 30_000);

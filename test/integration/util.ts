@@ -149,3 +149,27 @@ export async function expectFencesRise(resource: string, open: () => Promise<Red
   expect(tokens[1]).toBeGreaterThan(tokens[0]!);
   expect(tokens[2]).toBeGreaterThan(tokens[1]!);
 }
+
+/**
+ * Eviction switched on at runtime on each of `admins` (allkeys-lru, maxmemory just above what it
+ * uses), then filled until `resource`'s key is evicted (LRU is sampled: not necessarily the first to go).
+ */
+export async function evictUntilGone(admins: readonly Redis[], resource: string): Promise<void> {
+  for (const admin of admins) {
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
+    await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+    await admin.config('SET', 'maxmemory', String(used + 400_000));
+    for (let i = 0; (await admin.exists(resource)) === 1 && i < 500; i++)
+      await admin.set(`filler:${resource}:${i}`, 'x'.repeat(50_000), 'EX', 3600).catch(() => undefined);
+    expect(await admin.exists(resource)).toBe(0);
+  }
+}
+
+/** Eviction off again on each of `admins`, and their data gone (the fillers). */
+export async function stopEvicting(admins: readonly Redis[]): Promise<void> {
+  for (const admin of admins) {
+    await admin.config('SET', 'maxmemory', '0');
+    await admin.config('SET', 'maxmemory-policy', 'noeviction');
+    await admin.flushall();
+  }
+}

@@ -21,7 +21,7 @@ import { openMembersOf, type ChaosLibrary, type Members } from '../../chaos/clie
 import { processBackend } from '../../harness/process.js';
 import type { Master } from '../../harness/types.js';
 import { client, startTestMasters, trust, type TestMasters } from '../masters.js';
-import { connected, errorOf, eventually, fresh, sleep } from '../util.js';
+import { connected, errorOf, eventually, evictUntilGone, fresh, sleep, stopEvicting } from '../util.js';
 
 let servers: TestMasters;
 beforeAll(async () => {
@@ -109,26 +109,14 @@ describe.each(libraries)('$name', ({ library }) => {
     await (await second.acquire(fresh('warm'), 5_000)).release(); // its connections and readings are up before the switch
     const admins = servers.clients.slice(0, 3); // a majority, so that the evictions alone would let `second` in
     try {
-      for (const admin of admins) {
-        const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
-        await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
-        await admin.config('SET', 'maxmemory', String(used + 400_000));
-        // Fill until the lock key is evicted (LRU is sampled: not necessarily the first to go).
-        for (let i = 0; (await admin.exists(resource)) === 1 && i < 500; i++)
-          await admin.set(`filler:${resource}:${i}`, 'x'.repeat(50_000), 'EX', 3600).catch(() => undefined);
-        expect(await admin.exists(resource)).toBe(0);
-      }
+      await evictUntilGone(admins, resource);
       const result = await second.acquire(resource, 5_000).catch((error: unknown) => error);
       if (!(result instanceof Error)) await (result as Lock).release();
       expect(result).toBeInstanceOf(LockAcquireError);
       // The evicting members granted nothing that counted.
       expect(votesOf(result as LockAcquireError).slice(0, 3)).not.toContain('locked');
     } finally {
-      for (const admin of admins) {
-        await admin.config('SET', 'maxmemory', '0');
-        await admin.config('SET', 'maxmemory-policy', 'noeviction');
-        await admin.flushall();
-      }
+      await stopEvicting(admins);
       await holder.release().catch(() => undefined);
     }
   }, 30_000);
