@@ -1,9 +1,10 @@
 /**
  * Batching: the exclusive acquires and the releases a tick makes on one connection go out as one
  * call of the batch script (store/batch.ts), bound to the same process as every copy (binding.ts),
- * at the end of the tick; the tick's first such call goes out alone, at once. A call to a member costs the client far more than the script costs the server
- * (ioredis' command, its promise, the socket write: docs/performance.md), so at 16 or more locks
- * in flight this was most of what a cycle cost the client.
+ * at the end of the tick; the tick's first such call goes out alone, at once. A call to a member
+ * costs the client far more than the script costs the server (ioredis' command, its promise, the
+ * socket write: docs/performance.md), so at 16 or more locks in flight this was most of what a
+ * cycle cost the client.
  *
  * What must not change, and why it does not:
  * - each call runs as it would alone: its own KEYS and ARGV, its own epoch binding, its own
