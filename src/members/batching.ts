@@ -82,10 +82,15 @@ export class CallBatch {
     return new Promise((resolve, reject) => this.#calls.push({ script, keys, args, resolve, reject }));
   }
 
-  /** One call by its own copy (a client that throws instead of rejecting still gets a rejection). */
+  /** One call by its own copy. */
   #alone(copies: BoundCopies, call: BatchCall): Promise<unknown> {
+    return this.#evalsha(copies.shas[call.script], call.keys, call.args);
+  }
+
+  /** EVALSHA on the client; a client that throws instead of rejecting still gives a rejection, so every call ends. */
+  #evalsha(sha: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     try {
-      return this.#client.evalsha!(copies.shas[call.script], call.keys, call.args);
+      return this.#client.evalsha!(sha, keys, args);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -110,13 +115,7 @@ export class CallBatch {
       return;
     }
     const { keys, args } = batchArgs(calls);
-    let sent: Promise<unknown>;
-    try {
-      sent = this.#client.evalsha!(copies.shas.quorumlockBatch, keys, args);
-    } catch (error) {
-      sent = Promise.reject(error); // a client that throws instead of rejecting: each call still ends
-    }
-    sent.then(
+    void this.#evalsha(copies.shas.quorumlockBatch, keys, args).then(
       (reply) =>
         calls.forEach((call, index) => {
           const answer = batchAnswer(reply, index);

@@ -144,6 +144,7 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
   const proxies: TcpProxy[] = [];
   const connections: Members[] = [];
   const redlocks: Redlock[] = [];
+  let background: Redlock | undefined;
   try {
     if (spec.proxied) proxies.push(...(await Promise.all(set.masters.map((master) => TcpProxy.start(master)))));
     const addresses = set.masters.map((master, i) => ({ host: '127.0.0.1', port: proxies[i]?.port ?? master.port }));
@@ -155,8 +156,7 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
       if (!shared) connections.push(members);
       redlocks.push(new Redlock(members.clients, redlockOptions));
     }
-    const background = shared && new Redlock(shared.clients, { ...redlockOptions, retryCount: 0 });
-    if (background) redlocks.push(background);
+    if (shared) background = new Redlock(shared.clients, { ...redlockOptions, retryCount: 0 });
     // The masters are brand new: the operator's one-time declaration, or none would count for maxLockTtl.
     await redlocks[0]!.trustMembers();
     const faults: Record<string, number> = {};
@@ -174,7 +174,7 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), options.seconds * 1000);
     const contenders = contend({
-      redlocks: background ? redlocks.slice(0, CLIENTS) : redlocks,
+      redlocks,
       resource: RESOURCE,
       ttl,
       hold: spec.hold,
@@ -240,6 +240,7 @@ export async function runScenario(name: ScenarioName, options: RunOptions): Prom
     };
   } finally {
     await Promise.all(redlocks.map((redlock) => redlock.quit()));
+    await background?.quit();
     for (const members of connections) members.close();
     await Promise.all(proxies.map((proxy) => proxy.close()));
     await set.stop();

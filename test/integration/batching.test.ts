@@ -15,8 +15,8 @@ import { contextOf } from '../../src/redlock.js';
 import { batchAnswer, batchArgs, batchLua } from '../../src/store/batch.js';
 import { EPOCH_KEY, resourceKeys } from '../../src/store/keys.js';
 import { acquireArgs } from '../../src/store/protocol.js';
-import { startTestMasters, type TestMasters } from './masters.js';
-import { eventually, evictUntilGone, fresh, lineOf, stopEvicting } from './util.js';
+import { startTestMasters, trust, type TestMasters } from './masters.js';
+import { eventually, evictUntilGone, fresh, lineOf, sleep, stopEvicting } from './util.js';
 
 let servers: TestMasters;
 beforeAll(async () => {
@@ -26,8 +26,8 @@ afterEach(() => servers.heal());
 afterAll(() => servers?.close());
 
 /** A Redlock on its own clients whose members all use bound copies (the batch is one of them). */
-async function boundRedlock(options: ConstructorParameters<typeof Redlock>[1] = {}): Promise<Redlock> {
-  const redlock = new Redlock(servers.connect(), { retryCount: 0, ...options });
+async function boundRedlock(options: ConstructorParameters<typeof Redlock>[1] = {}, clients = servers.connect()): Promise<Redlock> {
+  const redlock = new Redlock(clients, { retryCount: 0, ...options });
   await eventually(async () => {
     if ((contextOf(redlock).members as RedisMember[]).some((member) => member.bound === undefined)) throw new Error('not bound yet');
   }, 10_000);
@@ -73,6 +73,29 @@ describe('batching', () => {
     for (const [index, lock] of locks.entries()) expect(lock.resources).toEqual([resources[index]]);
     await Promise.all(locks.map((lock) => lock.release()));
     for (const resource of resources.slice(-3)) expect(await servers.valuesOf(resource)).toEqual([null, null, null]);
+  });
+
+  it('a batch that ioredis re-sends to a restarted process fails there with NOSCRIPT: none of its calls runs', async () => {
+    const clients = servers.connect();
+    const redlock = await boundRedlock({}, clients);
+    const copy = (contextOf(redlock).members[0] as RedisMember).bound!;
+    const [m0] = servers.masters;
+    // m0 takes the tick's calls into its socket but runs nothing; the other two decide the rounds.
+    await m0!.pause();
+    const resources = [fresh('batch-resent'), fresh('batch-resent'), fresh('batch-resent')];
+    const locks = await Promise.all(resources.map((resource) => redlock.acquire(resource, 10_000)));
+    for (const lock of locks) expect(['pending', 'timeout']).toContain(lock.votes[0]!.vote);
+    // The process dies with the first call and the batch of the other two unanswered; ioredis
+    // re-sends both to the new one, where neither copy exists.
+    await m0!.kill();
+    await m0!.restart();
+    // A PING on the same connection travels behind the re-sent calls: when it returns, they ran (or failed).
+    await eventually(async () => expect(await clients[0]!.ping()).toBe('PONG'));
+    await sleep(100);
+    expect(await Promise.all(resources.map((resource) => clients[0]!.exists(resource)))).toEqual([0, 0, 0]);
+    expect(await clients[0]!.script('EXISTS', copy.shas.quorumlockAcquire, copy.shas.quorumlockBatch)).toEqual([0, 0]);
+    for (const lock of locks) await lock.release();
+    await trust(servers.clients);
   });
 
   it('a call that fails inside a batch fails alone: the others of the batch lock', async () => {
