@@ -1,6 +1,6 @@
 -- The member's epoch: since when this server has held the data it holds, kept in a hash with what
 -- identifies that data's lineage (currentEpoch; how much of its quarantine is left: _quarantine.lua).
--- Provides: BOUND_RUN_ID, currentEpoch
+-- Provides: BOUND_RUN_ID, EPOCH_MEMO, forgetEpochs, readEpoch, currentEpoch
 -- Needs: _compat.lua (unpack), _time.lua (nowMs, readTime, time)
 
 -- The run id of the process this script text was loaded into, when the client loaded a copy of
@@ -10,6 +10,22 @@
 -- loaded once, by MULTI/EXEC together with the INFO that proves where it ran, and is only ever
 -- called by EVALSHA. Anywhere else its call fails with NOSCRIPT, never runs.
 local BOUND_RUN_ID = false
+
+-- What readEpoch found in this script run, per epoch hash and eviction check, when the calls of a
+-- batch share it (src/store/batch.ts replaces this line with the batch's table); false in a call
+-- of its own. A batch's calls run one after another inside one script run, so each would read
+-- the same INFO text (a server changes role, lineage or eviction count only between commands)
+-- and the same epoch hash, whose fields readEpoch reads only readEpoch writes: it forgets every
+-- entry before it writes (forgetEpochs). So a call answered from here gets what its own reading
+-- would have found at that point, and is bound (_bound.lua) exactly as it would have been.
+local EPOCH_MEMO = false
+local function forgetEpochs()
+  if EPOCH_MEMO then
+    for known in pairs(EPOCH_MEMO) do
+      EPOCH_MEMO[known] = nil
+    end
+  end
+end
 
 -- The epoch of the data this server holds now in the hash `epoch`: its id and since, or nil when
 -- this server is not a plain master (a writable replica, a KeyDB active-replica: their data can
@@ -36,7 +52,7 @@ local BOUND_RUN_ID = false
 -- a call bound to an epoch (fence.lua) is refused in any other, which is what keeps a command
 -- that ioredis re-sent to a new process, or that a delayed link delivered late, from acting
 -- there as if in the epoch it was meant for.
-local function currentEpoch(epoch, evictions)
+local function readEpoch(epoch, evictions)
   -- INFO's replication section, with its stats section too when `evictions`. A bound copy runs
   -- only on a server whose INFO takes several sections in one call (Redis >= 7, Valkey:
   -- binding.ts, canBind), which saves a second INFO (~3 us); the generic script, which may run on
@@ -95,6 +111,7 @@ local function currentEpoch(epoch, evictions)
   if id and owner == runId and lineage == replid then
     -- An epoch begun before quorumlock counted evictions (0.1.x) starts counting now.
     if not evicted then
+      forgetEpochs()
       redis.call('HSET', epoch, 'evicted', evictedNow or infoField(redis.call('INFO', 'stats'), 'evicted_keys'))
     elseif evictions and evicted ~= evictedNow then
       id = nil
@@ -150,6 +167,7 @@ local function currentEpoch(epoch, evictions)
 
   -- A script that skips the eviction check has not read the count yet: a new epoch records it.
   evictedNow = evictedNow or infoField(redis.call('INFO', 'stats'), 'evicted_keys')
+  forgetEpochs()
   redis.call('DEL', epoch)
   readTime()
   -- The server's time to the µs: a member never begins two epochs in one µs, and a call bound to
@@ -166,4 +184,19 @@ local function currentEpoch(epoch, evictions)
     redis.call('HSET', epoch, 'replaced', '1')
   end
   return id, since
+end
+
+-- The epoch, as readEpoch reads it (once per batch when the calls share EPOCH_MEMO).
+local function currentEpoch(epoch, evictions)
+  if not EPOCH_MEMO then
+    return readEpoch(epoch, evictions)
+  end
+  local key = evictions and epoch .. ' evictions' or epoch
+  local known = EPOCH_MEMO[key]
+  if not known then
+    local id, since = readEpoch(epoch, evictions)
+    known = {id, since}
+    EPOCH_MEMO[key] = known
+  end
+  return known[1], known[2]
 end

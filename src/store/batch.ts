@@ -11,7 +11,7 @@
  *
  * ARGV: the number of calls n, then per call its script (an index into BATCHED, from 1), its key
  * count and its argument count, then every call's arguments in order; KEYS: every call's keys in
- * order. Reply: per call a pair, {0, reply} or {1, error message}.
+ * order. Reply: per call two entries, 0 and its reply or 1 and its error message.
  */
 import { protocolError } from '../errors.js';
 import { acquireLua, releaseLua } from '../lua/sources.js';
@@ -26,10 +26,17 @@ const KINDS = Object.keys(BATCHED) as Batched[];
 // uptime) cannot change while a script runs (a server evicts only between commands), so every
 // call reads what it would have read alone at that point. INFO commandstats is read each time: it
 // counts the scripts that ran before the batch (a restart then looks less clean, never more).
+// The calls share one reading of the member's epoch too (_epoch.lua, EPOCH_MEMO: why it is
+// exact), the ~4 µs of each call's check that is the same for all.
+const ALONE_MEMO = 'local EPOCH_MEMO = false';
+const sharing = (lua: string): string => {
+  if (!lua.includes(ALONE_MEMO)) throw protocolError('a batched script does not read its epoch through EPOCH_MEMO');
+  return lua.replace(ALONE_MEMO, () => 'local EPOCH_MEMO = memo');
+};
 export const batchLua = [
   'local run = {}',
-  ...KINDS.map((name, index) => `run[${index + 1}] = function(KEYS, ARGV, redis)\n${BATCHED[name]}\nend`),
-  `local sections = {}
+  ...KINDS.map((name, index) => `run[${index + 1}] = function(KEYS, ARGV, redis, memo)\n${sharing(BATCHED[name])}\nend`),
+  `local unpack, sections, memo = table.unpack or unpack, {}, {}
 local once = setmetatable({
   call = function(command, ...)
     local key = command == 'INFO' and table.concat({...}, ' ')
@@ -47,19 +54,20 @@ local k, a = 0, 1 + 3 * n
 local out = {}
 for c = 1, n do
   local h = 3 * c - 2
-  local keys, args = {}, {}
-  for i = 1, tonumber(ARGV[h + 2]) do
-    keys[i] = KEYS[k + i]
-  end
-  for i = 1, tonumber(ARGV[h + 3]) do
-    args[i] = ARGV[a + i]
-  end
-  k, a = k + #keys, a + #args
-  local ok, reply = pcall(run[tonumber(ARGV[h + 1])], keys, args, once)
+  local keyCount, argCount = tonumber(ARGV[h + 2]), tonumber(ARGV[h + 3])
+  -- (unpack takes at most a few thousand values: a batch of two calls or more holds at most
+  -- 640 keys, members/batching.ts; a call with more goes alone.)
+  local keys, args = {unpack(KEYS, k + 1, k + keyCount)}, {unpack(ARGV, a + 1, a + argCount)}
+  k, a = k + keyCount, a + argCount
+  local ok, reply = pcall(run[tonumber(ARGV[h + 1])], keys, args, once, memo)
   if ok and not (type(reply) == 'table' and reply.err) then
-    out[c] = {0, reply}
+    -- false, not nil: a nil would end the reply's array here (either reaches the client as nil).
+    if reply == nil then
+      reply = false
+    end
+    out[2 * c - 1], out[2 * c] = 0, reply
   else
-    out[c] = {1, type(reply) == 'table' and reply.err or 'ERR ' .. tostring(reply)}
+    out[2 * c - 1], out[2 * c] = 1, type(reply) == 'table' and reply.err or 'ERR ' .. tostring(reply)
   end
 end
 return out`,
@@ -90,10 +98,11 @@ export function batchArgs(calls: readonly BatchCall[]): { keys: string[]; args: 
  * shape is a protocol error for every call.
  */
 export function batchAnswer(reply: unknown, index: number): { reply: unknown } | { error: Error } {
-  const pair = Array.isArray(reply) ? (reply[index] as unknown) : undefined;
-  if (!Array.isArray(pair) || pair.length < 1) return { error: protocolError(`the batch script answered no pair for call ${index}`) };
-  if (Number(pair[0]) === 0) return { reply: pair[1] ?? null };
-  const error = new Error(String(pair[1]));
+  const failed = Array.isArray(reply) ? (reply[2 * index] as unknown) : undefined;
+  if (failed !== 0 && failed !== 1) return { error: protocolError(`the batch script answered no pair for call ${index}`) };
+  const answer = (reply as unknown[])[2 * index + 1];
+  if (failed === 0) return { reply: answer ?? null };
+  const error = new Error(String(answer));
   error.name = 'ReplyError';
   return { error };
 }

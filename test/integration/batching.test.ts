@@ -64,10 +64,13 @@ describe('batching', () => {
   });
 
   it('more calls in a tick than a batch takes: batches of BATCH_LIMIT, in order, every call answered', async () => {
-    const redlock = await boundRedlock();
+    const clients = servers.connect();
+    const redlock = await boundRedlock({}, clients);
     const resources = Array.from({ length: BATCH_LIMIT + 6 }, () => fresh('batch-many'));
     await Promise.all(servers.clients.map((client) => client.config('RESETSTAT')));
     const locks = await Promise.all(resources.map((resource) => redlock.acquire(resource, 10_000)));
+    // The rounds were decided by two members: a PING behind the calls on each connection waits for the third.
+    await Promise.all(clients.map((client) => client.ping()));
     // Three script calls per member: the tick's first alone, a full batch, then the five after it.
     expect(await Promise.all(servers.clients.map(evalshaCalls))).toEqual([3, 3, 3]);
     for (const [index, lock] of locks.entries()) expect(lock.resources).toEqual([resources[index]]);
@@ -95,6 +98,8 @@ describe('batching', () => {
     expect(await Promise.all(resources.map((resource) => clients[0]!.exists(resource)))).toEqual([0, 0, 0]);
     expect(await clients[0]!.script('EXISTS', copy.shas.quorumlockAcquire, copy.shas.quorumlockBatch)).toEqual([0, 0]);
     for (const lock of locks) await lock.release();
+    // The shared clients reconnect to m0 too: trusted once they have, or the trust would refuse it (EPOCH_TOO_NEW).
+    await eventually(async () => expect(await servers.clients[0]!.ping()).toBe('PONG'));
     await trust(servers.clients);
   });
 
@@ -257,5 +262,40 @@ describe('the batch script on its own', () => {
     expect(await client.exists(held)).toBe(0);
     expect('error' in batchAnswer(reply, 4)).toBe(true); // no such call: a protocol error, never a reply
     await client.del(lineOf(wrongType));
+  });
+
+  it('the calls of a batch read the epoch once, and a call that begins a new epoch is seen by every call after it', async () => {
+    const client = servers.clients[0]!;
+    const epochId = (await client.hget(EPOCH_KEY, 'id'))!;
+    const release = (epoch: string) => ({
+      script: 'quorumlockRelease' as const,
+      keys: [...resourceKeys([fresh('batch-memo')]), EPOCH_KEY],
+      args: [epoch, 'v', '', ''],
+    });
+    const acquire = (epoch: string) => ({
+      script: 'quorumlockAcquire' as const,
+      keys: [...resourceKeys([fresh('batch-memo')]), EPOCH_KEY],
+      args: [epoch, ...acquireArgs({ value: 'v', ttlMs: 5_000, waiter: { id: 'w', ticket: 1, leaseMs: 0 }, quarantineMs: 0, fencing: false }, '')],
+    });
+    const hmgets = async () => Number(/cmdstat_hmget:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
+    await client.config('RESETSTAT'); // (the epoch's eviction count is 0 already: it stays)
+    const five = batchArgs([release(epochId), release(epochId), release(epochId), release(epochId), release(epochId)]);
+    const replies = await client.eval(batchLua, five.keys.length, ...five.keys, ...five.args);
+    expect([0, 1, 2, 3, 4].map((index) => batchAnswer(replies, index))).toEqual(Array(5).fill({ reply: 0 }));
+    expect(await hmgets()).toBe(1);
+    // As if the server had evicted a key since the epoch began: the acquire's check (it reads the
+    // eviction count; a release does not) begins a new epoch. The release after it, bound to the
+    // old epoch, is refused there, as alone; the one before it, read with the old epoch, was not.
+    await client.hset(EPOCH_KEY, 'evicted', '999');
+    const { keys, args } = batchArgs([release(epochId), acquire(epochId), release(epochId)]);
+    const reply = await client.eval(batchLua, keys.length, ...keys, ...args);
+    const next = (await client.hget(EPOCH_KEY, 'id'))!;
+    expect(next).not.toBe(epochId);
+    expect(batchAnswer(reply, 0)).toEqual({ reply: 0 });
+    for (const index of [1, 2]) {
+      const answer = batchAnswer(reply, index);
+      expect('error' in answer && answer.error.message).toBe(`QUORUMLOCK_EPOCH ${next}`);
+    }
+    await trust(servers.clients);
   });
 });
