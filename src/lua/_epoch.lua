@@ -191,7 +191,7 @@ local function currentEpoch(epoch, evictions)
   if not EPOCH_MEMO then
     return readEpoch(epoch, evictions)
   end
-  local key = evictions and epoch .. ' evictions' or epoch
+  local key = (evictions and 'evictions ' or 'none ') .. epoch
   local known = EPOCH_MEMO[key]
   if not known then
     local id, since = readEpoch(epoch, evictions)
