@@ -14,6 +14,7 @@ import { createRedlock, IoredisAdapter, LockAcquisitionError } from 'redlock-uni
 import type { MasterSet } from '../test/harness/types.js';
 import { EPOCH_KEY, resourceKeys } from '../src/store/keys.js';
 import { CORK_CALLS } from '../src/members/redis-member.js';
+import { BATCH_LIMIT } from '../src/members/batching.js';
 import { quorumlock as library } from './quorumlock.js';
 
 const { LockAcquireError, Redlock } = library;
@@ -100,7 +101,9 @@ const raw: Peer = {
 // checked floor: raw, plus the reads quorumlock's per-call checks make on the server (the epoch
 // binding's lineage and eviction count, the epoch hash), with quorumlock's keys and arguments,
 // and quorumlock's writes (a tick's calls in one write per connection: without them, quorumlock
-// outran its own floor by 1.3× at c = 512). Not a client either: the floor of any client that
+// outran its own floor by 1.3× at c = 512) and batching (a connection's calls of a tick after its
+// first as one script call, the check reads made once per script call: without it, quorumlock
+// outran its floor by 1.3× at c = 16 to 512). Not a client either: the floor of any client that
 // keeps those checks, so that each target quorumlock misses can be set beside what the checks
 // alone cost in the same run.
 
@@ -112,9 +115,35 @@ export const CHECKED_ACQUIRE =
 export const CHECKED_RELEASE =
   "local info = redis.call('INFO', 'replication') local epoch = redis.call('HMGET', KEYS[6], 'id', 'since', 'run_id', 'replid', 'evicted') " +
   "if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('GET', KEYS[1]) == ARGV[2] then return redis.call('DEL', KEYS[1]) end return 0";
+/**
+ * Several of those calls in one script, the reads made once: the epoch hash is the last key, each
+ * call has its 5 resource keys, and its arguments after a kind ('a': the acquire's 12, 'r': the
+ * release's 4). Replies 1 / 0 per call, in order.
+ */
+export const CHECKED_BATCH = `local info = redis.call('INFO', 'replication', 'stats')
+local epoch = redis.call('HMGET', KEYS[#KEYS], 'id', 'since', 'run_id', 'replid', 'evicted')
+local out, a = {}, 1
+for e = 1, (#KEYS - 1) / 5 do
+  local k = (e - 1) * 5
+  out[e] = 0
+  if ARGV[a] == 'a' then
+    if redis.call('EXISTS', KEYS[k + 1], KEYS[k + 2], KEYS[k + 4]) == 0 then
+      redis.call('SET', KEYS[k + 1], ARGV[a + 2], 'PX', ARGV[a + 3])
+      out[e] = 1
+    end
+    a = a + 13
+  else
+    if redis.call('EXISTS', KEYS[k + 2]) == 0 and redis.call('GET', KEYS[k + 1]) == ARGV[a + 2] then
+      out[e] = redis.call('DEL', KEYS[k + 1])
+    end
+    a = a + 5
+  end
+end
+return out`;
 type CheckedClient = Redis & {
   checkedAcquire(...keysThenArgs: string[]): Promise<number>;
   checkedRelease(...keysThenArgs: string[]): Promise<number>;
+  checkedBatch(...keysThenArgs: string[]): Promise<number[]>;
 };
 /** quorumlock's KEYS for one resource (src/store/keys.ts), the epoch hash last. */
 export const checkedKeys = (resource: string): string[] => [...resourceKeys([resource]), EPOCH_KEY];
@@ -145,47 +174,101 @@ function corkTick(client: Redis): void {
 }
 const corkedTicks = new Map<Redis, { stream: Redis['stream']; calls: number }>();
 
-const checked: Peer = {
-  name: 'checked floor',
-  settings: {
-    defaults: "raw's rounds, with the reads of quorumlock's per-call checks in each script (EVALSHA), a tick's calls in one write per connection",
-    'one-attempt': 'n/a',
-  },
-  create(members) {
-    const quorum = Math.floor(members.length / 2) + 1;
-    const clients = members as CheckedClient[];
-    for (const client of clients) {
-      client.defineCommand('checkedAcquire', { numberOfKeys: 6, lua: CHECKED_ACQUIRE });
-      client.defineCommand('checkedRelease', { numberOfKeys: 6, lua: CHECKED_RELEASE });
+type CheckedCall = (kind: 'a' | 'r', keys: readonly string[], args: readonly string[]) => Promise<number>;
+interface Queued {
+  kind: 'a' | 'r';
+  keys: readonly string[];
+  args: readonly string[];
+  resolve(reply: number): void;
+}
+
+/**
+ * The calls to `client`, as quorumlock's batching sends them (src/members/batching.ts): the
+ * tick's first call alone, at once; the ones after it queued, at most BATCH_LIMIT a batch, and
+ * sent as one CHECKED_BATCH call at the tick's end, in the tick's corked write.
+ */
+function batchingCalls(client: CheckedClient): CheckedCall {
+  let queue: Queued[] = [];
+  let ticking = false;
+  const flush = () => {
+    const calls = queue;
+    queue = [];
+    if (calls.length === 0) return;
+    const keys: string[] = [];
+    const args: string[] = [];
+    for (const call of calls) {
+      for (let i = 0; i < 5; i++) keys.push(call.keys[i]!);
+      args.push(call.kind, ...call.args);
     }
-    return {
-      async acquire(resource, ttl) {
-        const value = `v${++rawValue}`;
-        const keys = checkedKeys(resource);
-        const started = now();
-        await firstOf(
-          clients.map((c) => (corkTick(c), c.checkedAcquire(...keys, 'epoch', value, String(ttl), 'waiter.1.1', '1', '0', '3000', '0', 'epoch', '', '', ''))),
-          quorum,
-          (reply) => reply === 1,
-        );
-        const validityMs = ttl - (now() - started);
-        return {
-          validityMs,
-          release: async () => {
-            await firstOf(
-              clients.map((c) => (corkTick(c), c.checkedRelease(...keys, 'epoch', value, '', ''))),
-              quorum,
-              () => true,
-            );
-            return true;
-          },
-        };
-      },
-      isAcquireFailure: () => false,
-      close: async () => undefined,
-    };
-  },
-};
+    keys.push(EPOCH_KEY);
+    void client.checkedBatch(String(keys.length), ...keys, ...args).then((replies) => calls.forEach((call, index) => call.resolve(replies[index]!)));
+  };
+  return (kind, keys, args) => {
+    if (!ticking) {
+      ticking = true;
+      // Before corkTick's: the batch goes out in the tick's one write.
+      nextTick(() => {
+        ticking = false;
+        flush();
+      });
+      corkTick(client);
+      return kind === 'a' ? client.checkedAcquire(...keys, ...args) : client.checkedRelease(...keys, ...args);
+    }
+    corkTick(client);
+    if (queue.length >= BATCH_LIMIT) flush();
+    return new Promise((resolve) => queue.push({ kind, keys, args, resolve }));
+  };
+}
+
+/** The checked floor; `batching: false` sends every call alone (bench/batching.ts: what batching saves). */
+export function checkedFloor(batching = true): Peer {
+  return {
+    name: 'checked floor',
+    settings: {
+      defaults: `raw's rounds, with the reads of quorumlock's per-call checks in each script (EVALSHA), a tick's calls in one write per connection${batching ? ', those after its first as one script call' : ''}`,
+      'one-attempt': 'n/a',
+    },
+    create(members) {
+      const quorum = Math.floor(members.length / 2) + 1;
+      const clients = members as CheckedClient[];
+      const calls = clients.map((client): CheckedCall => {
+        client.defineCommand('checkedAcquire', { numberOfKeys: 6, lua: CHECKED_ACQUIRE });
+        client.defineCommand('checkedRelease', { numberOfKeys: 6, lua: CHECKED_RELEASE });
+        client.defineCommand('checkedBatch', { lua: CHECKED_BATCH });
+        if (batching) return batchingCalls(client);
+        return (kind, keys, args) => (corkTick(client), kind === 'a' ? client.checkedAcquire(...keys, ...args) : client.checkedRelease(...keys, ...args));
+      });
+      return {
+        async acquire(resource, ttl) {
+          const value = `v${++rawValue}`;
+          const keys = checkedKeys(resource);
+          const acquireArgs = ['epoch', value, String(ttl), 'waiter.1.1', '1', '0', '3000', '0', 'epoch', '', '', ''];
+          const started = now();
+          await firstOf(
+            calls.map((call) => call('a', keys, acquireArgs)),
+            quorum,
+            (reply) => reply === 1,
+          );
+          const validityMs = ttl - (now() - started);
+          return {
+            validityMs,
+            release: async () => {
+              await firstOf(
+                calls.map((call) => call('r', keys, ['epoch', value, '', ''])),
+                quorum,
+                () => true,
+              );
+              return true;
+            },
+          };
+        },
+        isAcquireFailure: () => false,
+        close: async () => undefined,
+      };
+    },
+  };
+}
+const checked = checkedFloor();
 
 // ---------------------------------------------------------------------------------------------
 // hand-off floor (figure 3 only): a release that hands the lock to the next waiter with one script
