@@ -9,9 +9,13 @@
  * no generic form, so a batch that reaches another process than the one it was loaded into
  * fails with NOSCRIPT, as a copy of each script would.
  *
- * ARGV: the number of calls n, then per call its script (an index into BATCHED, from 1), its key
- * count and its argument count, then every call's arguments in order; KEYS: every call's keys in
- * order. Reply: per call two entries, 0 and its reply or 1 and its error message.
+ * ARGV: the number of calls n; the epoch id every call is bound to when they share one ('' when
+ * not); per call a header, its script (an index into BATCHED, from 1) + 4 × its key count + 4096
+ * × its argument count; then every call's arguments in order. KEYS: every call's keys in order,
+ * then the epoch hash they share, if they do. Calls that share their epoch (its hash, each call's
+ * last key, and the id it is bound to, its first argument: as on one member outside a Cluster)
+ * send them once: the batch puts them back in each call's KEYS and ARGV. Reply: per call two
+ * entries, 0 and its reply or 1 and its error message.
  */
 import { protocolError } from '../errors.js';
 import { acquireLua, releaseLua } from '../lua/sources.js';
@@ -49,17 +53,24 @@ local once = setmetatable({
     return sections[key]
   end,
 }, {__index = redis})
-local n = tonumber(ARGV[1])
-local k, a = 0, 1 + 3 * n
+local n, bound = tonumber(ARGV[1]), ARGV[2]
+local epoch = bound ~= '' and KEYS[#KEYS]
+local k, a = 0, 2 + n
 local out = {}
 for c = 1, n do
-  local h = 3 * c - 2
-  local keyCount, argCount = tonumber(ARGV[h + 2]), tonumber(ARGV[h + 3])
+  local header = tonumber(ARGV[2 + c])
+  local keyCount, argCount = math.floor(header / 4) % 1024, math.floor(header / 4096)
   -- (unpack takes at most a few thousand values: a batch of two calls or more holds at most
   -- 640 keys, members/batching.ts; a call with more goes alone.)
-  local keys, args = {unpack(KEYS, k + 1, k + keyCount)}, {unpack(ARGV, a + 1, a + argCount)}
+  local keys, args
+  if epoch then
+    keys, args = {unpack(KEYS, k + 1, k + keyCount)}, {bound, unpack(ARGV, a + 1, a + argCount)}
+    keys[keyCount + 1] = epoch
+  else
+    keys, args = {unpack(KEYS, k + 1, k + keyCount)}, {unpack(ARGV, a + 1, a + argCount)}
+  end
   k, a = k + keyCount, a + argCount
-  local ok, reply = pcall(run[tonumber(ARGV[h + 1])], keys, args, once, memo)
+  local ok, reply = pcall(run[header % 4], keys, args, once, memo)
   if ok and not (type(reply) == 'table' and reply.err) then
     -- false, not nil: a nil would end the reply's array here (either reaches the client as nil).
     if reply == nil then
@@ -80,15 +91,21 @@ export interface BatchCall {
   args: readonly string[];
 }
 
-/** The batch script's KEYS and ARGV for `calls`, in order. */
+/** The batch script's KEYS and ARGV for `calls`, in order (at most 1023 keys a call: batching.ts sends a batch of 640 at most). */
 export function batchArgs(calls: readonly BatchCall[]): { keys: string[]; args: string[] } {
+  const first = calls[0]!;
+  const epoch = first.keys.at(-1);
+  const bound = first.args[0];
+  const shared = epoch !== undefined && !!bound && calls.every((call) => call.keys.at(-1) === epoch && call.args[0] === bound);
+  const drop = shared ? 1 : 0;
   const keys: string[] = [];
-  const args: string[] = [String(calls.length)];
-  for (const call of calls) args.push(String(KINDS.indexOf(call.script) + 1), String(call.keys.length), String(call.args.length));
+  const args: string[] = [String(calls.length), shared ? bound : ''];
+  for (const call of calls) args.push(String(KINDS.indexOf(call.script) + 1 + 4 * (call.keys.length - drop) + 4096 * (call.args.length - drop)));
   for (const call of calls) {
-    for (const key of call.keys) keys.push(key);
-    for (const arg of call.args) args.push(arg);
+    for (let i = 0; i < call.keys.length - drop; i++) keys.push(call.keys[i]!);
+    for (let i = drop; i < call.args.length; i++) args.push(call.args[i]!);
   }
+  if (shared) keys.push(epoch);
   return { keys, args };
 }
 

@@ -157,9 +157,9 @@ describe('batching', () => {
       const [a, b, c] = (await done) as [Lock, Lock, Lock];
       await eventually(async () => expect(seen.every((calls) => calls.length >= 3)).toBe(true));
       for (const calls of seen) {
-        // The first acquire (its resource's 5 keys and the epoch hash), the batch of the other two,
-        // then the extend (the held lock's key and the epoch hash).
-        expect(calls.slice(0, 3)).toEqual([`6 ${resources[0]}`, `12 ${resources[1]}`, `2 ${held.resources[0]}`]);
+        // The first acquire (its resource's 5 keys and the epoch hash), the batch of the other two
+        // (5 keys each, the epoch hash they share once), then the extend (the held lock's key and the epoch hash).
+        expect(calls.slice(0, 3)).toEqual([`6 ${resources[0]}`, `11 ${resources[1]}`, `2 ${held.resources[0]}`]);
       }
       for (const lock of [a, b, c, held]) await lock.release();
     } finally {
@@ -248,7 +248,7 @@ describe('the batch script on its own', () => {
     // The text as a generic script (EVAL), to read its replies here.
     const { keys, args } = batchArgs([
       release(fresh('batch-absent'), epochId),
-      release(fresh('batch-absent'), 'another epoch'),
+      release(fresh('batch-absent'), 'another epoch'), // (so each call sends its own epoch hash and id)
       acquire(wrongType),
       release(held, epochId),
     ]);
@@ -280,6 +280,7 @@ describe('the batch script on its own', () => {
     const hmgets = async () => Number(/cmdstat_hmget:calls=(\d+)/.exec(await client.info('commandstats'))?.[1] ?? 0);
     await client.config('RESETSTAT'); // (the epoch's eviction count is 0 already: it stays)
     const five = batchArgs([release(epochId), release(epochId), release(epochId), release(epochId), release(epochId)]);
+    expect(five.keys).toHaveLength(5 * 5 + 1); // the epoch hash they share, once (and the id they are bound to)
     const replies = await client.eval(batchLua, five.keys.length, ...five.keys, ...five.args);
     expect([0, 1, 2, 3, 4].map((index) => batchAnswer(replies, index))).toEqual(Array(5).fill({ reply: 0 }));
     expect(await hmgets()).toBe(1);
