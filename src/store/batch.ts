@@ -24,6 +24,9 @@ import { acquireLua, releaseLua } from '../lua/sources.js';
 export const BATCHED = { quorumlockAcquire: acquireLua, quorumlockRelease: releaseLua } as const;
 export type Batched = keyof typeof BATCHED;
 const KINDS = Object.keys(BATCHED) as Batched[];
+// A call's header (batchArgs) holds its script in 2 bits and its key count in 10.
+const MAX_CALL_KEYS = 1023;
+if (KINDS.length > 3) throw protocolError('the batch header holds at most 3 scripts');
 
 // The calls see `redis` through a table that reads each INFO section once per batch: the
 // sections the scripts read (replication: role and lineage; stats: evicted_keys; server: run id,
@@ -91,7 +94,7 @@ export interface BatchCall {
   args: readonly string[];
 }
 
-/** The batch script's KEYS and ARGV for `calls`, in order (at most 1023 keys a call: batching.ts sends a batch of 640 at most). */
+/** The batch script's KEYS and ARGV for `calls`, in order (at most MAX_CALL_KEYS keys a call). */
 export function batchArgs(calls: readonly BatchCall[]): { keys: string[]; args: string[] } {
   const first = calls[0]!;
   const epoch = first.keys.at(-1);
@@ -100,7 +103,11 @@ export function batchArgs(calls: readonly BatchCall[]): { keys: string[]; args: 
   const drop = shared ? 1 : 0;
   const keys: string[] = [];
   const args: string[] = [String(calls.length), shared ? bound : ''];
-  for (const call of calls) args.push(String(KINDS.indexOf(call.script) + 1 + 4 * (call.keys.length - drop) + 4096 * (call.args.length - drop)));
+  for (const call of calls) {
+    // batching.ts never batches one (a batch of two calls or more holds at most 640 keys): a guard, not a path.
+    if (call.keys.length - drop > MAX_CALL_KEYS) throw protocolError(`a batched call has at most ${MAX_CALL_KEYS} keys, not ${call.keys.length - drop}`);
+    args.push(String(KINDS.indexOf(call.script) + 1 + 4 * (call.keys.length - drop) + 4096 * (call.args.length - drop)));
+  }
   for (const call of calls) {
     for (let i = 0; i < call.keys.length - drop; i++) keys.push(call.keys[i]!);
     for (let i = drop; i < call.args.length; i++) args.push(call.args[i]!);

@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import * as sources from '../../src/lua/sources.js';
 import { acquireLua } from '../../src/lua/sources.js';
 import { BINDABLE, boundLua } from '../../src/store/scripts.js';
-import { BATCHED } from '../../src/store/batch.js';
+import { BATCHED, batchArgs } from '../../src/store/batch.js';
 import { commandNames, registerScripts, scriptCommand } from '../../src/clients/ioredis.js';
 
 describe('script commands', () => {
@@ -49,5 +49,22 @@ describe('the shipped script text (src/lua/sources.ts, written by scripts/embed-
     const bound = boundLua(lua, 'a'.repeat(40), '1f');
     expect(bound).not.toContain('local BOUND_RUN_ID = false');
     expect(bound.split('\n').filter((line) => line.startsWith(`local BOUND_RUN_ID = '${'a'.repeat(40)}'`))).toHaveLength(times);
+  });
+});
+
+describe('the batch script arguments (src/store/batch.ts, batchArgs)', () => {
+  const call = (keys: string[], args: string[]) => ({ script: 'quorumlockRelease' as const, keys, args });
+
+  it('send the epoch hash and the id the calls share once, and each call its own when they differ', () => {
+    const shared = batchArgs([call(['a', 'epoch'], ['id', 'v1']), call(['b', 'epoch'], ['id', 'v2'])]);
+    // n, the shared id, one header per call (script 2 + 4 × 1 key + 4096 × 1 argument), then the arguments.
+    expect(shared).toEqual({ keys: ['a', 'b', 'epoch'], args: ['2', 'id', String(2 + 4 + 4096), String(2 + 4 + 4096), 'v1', 'v2'] });
+    const apart = batchArgs([call(['a', 'epoch'], ['id', 'v1']), call(['b', 'epoch'], ['other', 'v2'])]);
+    expect(apart).toEqual({ keys: ['a', 'epoch', 'b', 'epoch'], args: ['2', '', String(2 + 8 + 8192), String(2 + 8 + 8192), 'id', 'v1', 'other', 'v2'] });
+  });
+
+  it('refuse a call with more keys than its header holds (batching.ts never batches one)', () => {
+    const wide = Array.from({ length: 1025 }, (_, i) => `k${i}`);
+    expect(() => batchArgs([call([...wide, 'epoch'], ['id']), call(['b', 'epoch'], ['id'])])).toThrow(/at most 1023 keys/);
   });
 });
