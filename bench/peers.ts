@@ -175,6 +175,9 @@ function corkTick(client: Redis): void {
 const corkedTicks = new Map<Redis, { stream: Redis['stream']; calls: number }>();
 
 type CheckedCall = (kind: 'a' | 'r', keys: readonly string[], args: readonly string[]) => Promise<number>;
+/** One call by its own script (CHECKED_ACQUIRE or CHECKED_RELEASE). */
+const alone = (client: CheckedClient, kind: 'a' | 'r', keys: readonly string[], args: readonly string[]): Promise<number> =>
+  kind === 'a' ? client.checkedAcquire(...keys, ...args) : client.checkedRelease(...keys, ...args);
 interface Queued {
   kind: 'a' | 'r';
   keys: readonly string[];
@@ -212,7 +215,7 @@ function batchingCalls(client: CheckedClient): CheckedCall {
         flush();
       });
       corkTick(client);
-      return kind === 'a' ? client.checkedAcquire(...keys, ...args) : client.checkedRelease(...keys, ...args);
+      return alone(client, kind, keys, args);
     }
     corkTick(client);
     if (queue.length >= BATCH_LIMIT) flush();
@@ -236,7 +239,7 @@ export function checkedFloor(batching = true): Peer {
         client.defineCommand('checkedRelease', { numberOfKeys: 6, lua: CHECKED_RELEASE });
         client.defineCommand('checkedBatch', { lua: CHECKED_BATCH });
         if (batching) return batchingCalls(client);
-        return (kind, keys, args) => (corkTick(client), kind === 'a' ? client.checkedAcquire(...keys, ...args) : client.checkedRelease(...keys, ...args));
+        return (kind, keys, args) => (corkTick(client), alone(client, kind, keys, args));
       });
       return {
         async acquire(resource, ttl) {

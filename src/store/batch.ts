@@ -65,12 +65,11 @@ for c = 1, n do
   local keyCount, argCount = math.floor(header / 4) % 1024, math.floor(header / 4096)
   -- (unpack takes at most a few thousand values: a batch of two calls or more holds at most
   -- 640 keys, members/batching.ts; a call with more goes alone.)
-  local keys, args
+  local keys, args = {unpack(KEYS, k + 1, k + keyCount)}, nil
   if epoch then
-    keys, args = {unpack(KEYS, k + 1, k + keyCount)}, {bound, unpack(ARGV, a + 1, a + argCount)}
-    keys[keyCount + 1] = epoch
+    keys[keyCount + 1], args = epoch, {bound, unpack(ARGV, a + 1, a + argCount)}
   else
-    keys, args = {unpack(KEYS, k + 1, k + keyCount)}, {unpack(ARGV, a + 1, a + argCount)}
+    args = {unpack(ARGV, a + 1, a + argCount)}
   end
   k, a = k + keyCount, a + argCount
   local ok, reply = pcall(run[header % 4], keys, args, once, memo)
