@@ -1,0 +1,67 @@
+/**
+ * The ioredis adapter's EVALSHA (src/clients/ioredis.ts, fastEvalsha) builds the very command the
+ * client's own `evalsha` builds (name, arguments, keyPrefix, error stack, the bytes written),
+ * without Array.prototype.flat over its arguments. No server: the commands are caught where the
+ * client would write them (sendCommand).
+ */
+import { Redis } from 'ioredis';
+import { Redis as Valkey } from 'iovalkey';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { connectionOf } from '../../src/clients/index.js';
+
+interface Sent {
+  name: string;
+  args: unknown[];
+  errorStack?: unknown;
+  toWritable(socket: unknown): string | Buffer;
+}
+
+const SHA = 'e0e1f9fabfc9d4800c877a703b823ac0578ff831';
+const KEYS = ['lock:a', '{lock:a}:line', '{lock:a}:fence'];
+const ARGS = ['epoch-1', 'value', '10000', ''];
+
+const libraries = [
+  ['ioredis', (options: object) => new Redis({ lazyConnect: true, ...options })],
+  ['iovalkey', (options: object) => new Valkey({ lazyConnect: true, ...options })],
+] as const;
+
+afterEach(() => vi.restoreAllMocks());
+
+describe.each(libraries)('EVALSHA through the %s adapter', (_, make) => {
+  it.each([
+    ['no options', {}],
+    ['a keyPrefix and friendly error stacks', { keyPrefix: 'app:', showFriendlyErrorStack: true }],
+  ])('is the command the client makes itself, with %s', (__, options) => {
+    const client = make(options);
+    const sent: Sent[] = [];
+    vi.spyOn(client, 'sendCommand').mockImplementation(((command: Sent) => {
+      sent.push(command);
+      return Promise.resolve(1);
+    }) as never);
+    const evalsha = connectionOf(client).evalsha!;
+    const flat = vi.spyOn(Array.prototype, 'flat');
+    void evalsha(SHA, KEYS, ARGS);
+    expect(flat).not.toHaveBeenCalled(); // the adapter's own command: its arguments copied by slice
+    void client.evalsha(SHA, String(KEYS.length), KEYS, ARGS);
+    expect(flat).toHaveBeenCalledTimes(1); // the client's, for comparison
+    const [ours, theirs] = sent as [Sent, Sent];
+    expect(ours.constructor).toBe(theirs.constructor);
+    expect(ours.name).toBe('evalsha');
+    expect(ours.args).toEqual(theirs.args);
+    expect(ours.toWritable(undefined)).toEqual(theirs.toWritable(undefined));
+    expect(ours.errorStack instanceof Error).toBe(theirs.errorStack instanceof Error);
+    expect(ours.args).toEqual([SHA, '3', ...KEYS.map((key) => `${'keyPrefix' in options ? 'app:' : ''}${key}`), ...ARGS]);
+    client.disconnect();
+  });
+
+  it('leaves the arrays it was given as they were', () => {
+    const client = make({ keyPrefix: 'app:' });
+    vi.spyOn(client, 'sendCommand').mockImplementation((() => Promise.resolve(1)) as never);
+    const keys = [...KEYS];
+    const args = [...ARGS];
+    void connectionOf(client).evalsha!(SHA, keys, args);
+    expect(keys).toEqual(KEYS);
+    expect(args).toEqual(ARGS);
+    client.disconnect();
+  });
+});
