@@ -1,10 +1,12 @@
 /**
- * npm run bench:profile [-- --cycles 20000] [--concurrency 1] [--fencing]
+ * npm run bench:profile [-- --cycles 20000] [--concurrency 1] [--fencing] [--allocations]
  *
  * Where quorumlock's client time goes: acquire + release cycles on five local masters with the
  * V8 CPU profiler on (node:inspector), then the self time per function, heaviest first, and
  * each member's server time per script call (INFO commandstats). Writes
- * bench/results/profile.cpuprofile (open it in Chrome DevTools for the call tree).
+ * bench/results/profile.cpuprofile (open it in Chrome DevTools for the call tree). With
+ * --allocations, what the cycles allocate instead, per cycle and by site (V8's sampling heap
+ * profiler, objects the collector freed included): the garbage behind the collector's share.
  */
 import Redis from 'ioredis';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -16,7 +18,7 @@ import { from, quorumlock } from './quorumlock.js';
 const { Redlock } = quorumlock;
 
 const { values } = parseArgs({
-  options: { cycles: { type: 'string', default: '20000' }, concurrency: { type: 'string', default: '1' }, fencing: { type: 'boolean', default: false } },
+  options: { cycles: { type: 'string', default: '20000' }, concurrency: { type: 'string', default: '1' }, fencing: { type: 'boolean', default: false }, allocations: { type: 'boolean', default: false } },
 });
 const cycles = Number(values.cycles);
 const concurrency = Number(values.concurrency);
@@ -25,6 +27,33 @@ interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount: number;
+}
+
+interface Allocation {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: Allocation[];
+}
+
+/** What `run` allocates per cycle, by site, heaviest first (sampled every 256 bytes). */
+async function allocations(session: Session, run: () => Promise<unknown>): Promise<void> {
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  await run();
+  const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: Allocation } };
+  const bySite = new Map<string, number>();
+  let total = 0;
+  const walk = (node: Allocation) => {
+    const { functionName, url, lineNumber } = node.callFrame;
+    const site = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|src|bench|dist)\//, '$1/')}:${lineNumber + 1}`;
+    total += node.selfSize;
+    if (node.selfSize > 0) bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+    node.children.forEach(walk);
+  };
+  walk(profile.head);
+  const done = Math.ceil(cycles / concurrency) * concurrency;
+  console.log(`allocated per cycle at concurrency ${concurrency} (sampled): ${(total / done).toFixed(0)} B; the sites above 1 %:`);
+  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1])) if (bytes > total / 100) console.log(`  ${(bytes / done).toFixed(0).padStart(6)} B  ${site}`);
 }
 
 const set = await processBackend.start(5);
@@ -44,6 +73,10 @@ try {
   await Promise.all(clients.map((c) => c.config('RESETSTAT')));
   const session = new Session();
   session.connect();
+  if (values.allocations) {
+    await allocations(session, () => Promise.all(Array.from({ length: concurrency }, () => loop(Math.ceil(cycles / concurrency)))));
+    process.exit(0);
+  }
   await session.post('Profiler.enable');
   await session.post('Profiler.setSamplingInterval', { interval: 100 });
   await session.post('Profiler.start');
