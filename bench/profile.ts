@@ -18,7 +18,12 @@ import { from, quorumlock } from './quorumlock.js';
 const { Redlock } = quorumlock;
 
 const { values } = parseArgs({
-  options: { cycles: { type: 'string', default: '20000' }, concurrency: { type: 'string', default: '1' }, fencing: { type: 'boolean', default: false }, allocations: { type: 'boolean', default: false } },
+  options: {
+    cycles: { type: 'string', default: '20000' },
+    concurrency: { type: 'string', default: '1' },
+    fencing: { type: 'boolean', default: false },
+    allocations: { type: 'boolean', default: false },
+  },
 });
 const cycles = Number(values.cycles);
 const concurrency = Number(values.concurrency);
@@ -53,7 +58,8 @@ async function allocations(session: Session, run: () => Promise<unknown>): Promi
   walk(profile.head);
   const done = Math.ceil(cycles / concurrency) * concurrency;
   console.log(`allocated per cycle at concurrency ${concurrency} (sampled): ${(total / done).toFixed(0)} B; the sites above 1 %:`);
-  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1])) if (bytes > total / 100) console.log(`  ${(bytes / done).toFixed(0).padStart(6)} B  ${site}`);
+  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]))
+    if (bytes > total / 100) console.log(`  ${(bytes / done).toFixed(0).padStart(6)} B  ${site}`);
 }
 
 const set = await processBackend.start(5);
