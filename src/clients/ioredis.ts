@@ -215,7 +215,7 @@ function fastEvalsha(client: Client): Connection['evalsha'] {
 function commandClassOf(client: Client): CommandClass | undefined {
   const scriptCommand = client.scriptsSet?.[commandNames.quorumlockEpoch]?.Command;
   const Command: unknown = typeof scriptCommand === 'function' ? Object.getPrototypeOf(scriptCommand) : undefined;
-  return typeof Command === 'function' && typeof (Command.prototype as { toWritable?: unknown }).toWritable === 'function'
+  return typeof Command === 'function' && typeof (Command.prototype as { toWritable?: unknown } | undefined)?.toWritable === 'function'
     ? (Command as CommandClass)
     : undefined;
 }

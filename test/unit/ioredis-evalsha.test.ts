@@ -66,3 +66,27 @@ describe.each(libraries)('EVALSHA through the %s adapter', (_, make) => {
     client.disconnect();
   });
 });
+
+describe('a client shaped like ioredis without its Command class', () => {
+  it.each([
+    ['no scripts set', undefined],
+    ['a command class that extends nothing', class {}],
+    ['an arrow function', () => undefined],
+  ])('sends by its own evalsha: %s', async (_, Command) => {
+    const sent: unknown[][] = [];
+    const client = {
+      status: 'ready',
+      options: {},
+      on() {},
+      defineCommand(name: string) {
+        if (Command !== undefined) ((client as { scriptsSet?: object }).scriptsSet ??= {})[name as never] = { Command } as never;
+        (client as Record<string, unknown>)[name] = () => Promise.resolve(0);
+      },
+      evalsha: (...words: unknown[]) => (sent.push(words), Promise.resolve(1)),
+      sendCommand: () => Promise.reject(new Error('not this way')),
+      info: () => Promise.resolve(''),
+    };
+    await expect(connectionOf(client as never).evalsha!(SHA, KEYS, ARGS)).resolves.toBe(1);
+    expect(sent).toEqual([[SHA, '3', KEYS, ARGS]]);
+  });
+});
