@@ -13,7 +13,7 @@
 import Redis from 'ioredis';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
-import { median } from './lib.js';
+import { median, turn } from './lib.js';
 import { ALL, checkedFloor, type Locker } from './peers.js';
 import { quorumlock } from './quorumlock.js';
 
@@ -37,20 +37,11 @@ try {
   for (const concurrency of LEVELS) {
     const count = concurrency === 1 ? cycles / 10 : cycles;
     const results = new Map<string, { rate: number[]; cpu: number[] }>(lockers.map(([name]) => [name, { rate: [], cpu: [] }]));
-    for (let turn = 0; turn < turns; turn++) {
+    for (let round = 0; round < turns; round++) {
       for (const [name, locker] of lockers) {
-        const loop = async (n: number) => {
-          for (let i = 0; i < n; i++) await (await locker.acquire(`batching:${++key}`, 10_000)).release();
-        };
-        await loop(200); // warm up
-        const cpuBefore = process.cpuUsage();
-        const started = performance.now();
-        await Promise.all(Array.from({ length: concurrency }, () => loop(Math.ceil(count / concurrency))));
-        const seconds = (performance.now() - started) / 1000;
-        const cpu = process.cpuUsage(cpuBefore);
-        const done = Math.ceil(count / concurrency) * concurrency;
-        results.get(name)!.rate.push(done / seconds);
-        results.get(name)!.cpu.push((cpu.user + cpu.system) / done);
+        const { rate, cpuUs } = await turn(locker, concurrency, count, () => `batching:${++key}`);
+        results.get(name)!.rate.push(rate);
+        results.get(name)!.cpu.push(cpuUs);
       }
     }
     const floorRate = median(results.get('checked floor')!.rate);

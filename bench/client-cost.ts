@@ -17,7 +17,7 @@ import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import * as current from '../src/index.js';
 import { acquireReply } from '../src/store/protocol.js';
-import { checkouts, median } from './lib.js';
+import { checkouts, median, printAllocations } from './lib.js';
 
 const { values } = parseArgs({
   options: {
@@ -105,29 +105,8 @@ for (const [name, samples] of perCycle)
   );
 
 if (values.allocations) {
-  interface Allocation {
-    callFrame: { functionName: string; url: string; lineNumber: number };
-    selfSize: number;
-    children: Allocation[];
-  }
   const session = new Session();
   session.connect();
-  await session.post('HeapProfiler.enable');
-  await session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
-  await run(versions[0]!.redlock, cycles);
-  const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: Allocation } };
-  const bySite = new Map<string, number>();
-  let total = 0;
-  const walk = (node: Allocation) => {
-    const { functionName, url, lineNumber } = node.callFrame;
-    const site = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(src|node_modules)\//, '$1/')}:${lineNumber + 1}`;
-    total += node.selfSize;
-    if (node.selfSize > 0) bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
-    node.children.forEach(walk);
-  };
-  walk(profile.head);
-  console.log(`\nallocated per cycle (sampled): ${(total / cycles).toFixed(0)} B; the sites above 1 %:`);
-  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]))
-    if (bytes > total / 100) console.log(`  ${(bytes / cycles).toFixed(0).padStart(6)} B  ${site}`);
+  await printAllocations(session, () => run(versions[0]!.redlock, cycles), cycles, '\nallocated by this tree');
 }
 process.exit(0);

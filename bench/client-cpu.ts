@@ -1,18 +1,20 @@
 /**
- * npm run bench:cpu [-- --turns 5] [--cycles 20480] [--levels 1,16,512]
+ * npm run bench:cpu [-- --turns 5] [--cycles 20480] [--levels 1,16,512] [--bounded]
  *
  * The client CPU target in turns: quorumlock (the built package), node-redlock 4 and the checked
  * floor (bench/peers.ts) on one ioredis client per master, the same five local masters, each at
- * its defaults, acquire + release cycles on distinct keys at each concurrency. Each takes its
- * turn in every round (--turns), so the machine's noise falls on all three alike; the medians are
- * printed, with user and system CPU apart. `npm run bench` measures each client once per level,
- * where one busy moment of the shared machine moves a figure by 20 %; this is the loop for the
- * client CPU alone (c = 1: a quarter of --cycles).
+ * its defaults, acquire + release cycles on distinct keys at each concurrency. Each takes a turn
+ * in every round (--turns), in an order rotated each round and after a forced GC, so the
+ * machine's noise and the garbage of the turn before fall on all three alike; the medians are
+ * printed, user and system CPU each its own median (they need not add up to the total's). Whole
+ * runs (c = 1: a quarter of --cycles), ramp and drain included, where `npm run bench` counts
+ * three 3-second windows per level once the loops have spread out. --bounded wraps each
+ * operation as figure 2 does (an outer limit of 6 s: a timer and a promise per operation).
  */
 import Redis from 'ioredis';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
-import { median } from './lib.js';
+import { median, rotation, turn } from './lib.js';
 import { ALL, checkedFloor, type Locker } from './peers.js';
 import { quorumlock, from } from './quorumlock.js';
 
@@ -21,6 +23,7 @@ const { values } = parseArgs({
     turns: { type: 'string', default: '5' },
     cycles: { type: 'string', default: '20480' },
     levels: { type: 'string', default: '1,16,512' },
+    bounded: { type: 'boolean', default: false },
   },
 });
 const turns = Number(values.turns);
@@ -39,27 +42,20 @@ try {
     ['node-redlock', peer('node-redlock')],
   ];
   let key = 0;
-  console.log(`quorumlock from ${from}; five local masters, ${turns} turns; medians (all turns' client CPU in brackets)`);
+  console.log(
+    `quorumlock from ${from}; five local masters, ${turns} turns${values.bounded ? ', each operation bounded as in figure 2' : ''}; medians (all turns' client CPU in brackets)`,
+  );
   for (const concurrency of levels) {
     const count = concurrency === 1 ? cycles / 4 : cycles;
     const results = new Map(lockers.map(([name]) => [name, { rate: [] as number[], cpu: [] as number[], user: [] as number[], system: [] as number[] }]));
-    for (let turn = 0; turn < turns; turn++) {
-      for (const [name, locker] of lockers) {
-        const loop = async (n: number) => {
-          for (let i = 0; i < n; i++) await (await locker.acquire(`cpu:${++key}`, 10_000)).release();
-        };
-        await loop(200); // warm up
-        const cpuBefore = process.cpuUsage();
-        const started = performance.now();
-        await Promise.all(Array.from({ length: concurrency }, () => loop(Math.ceil(count / concurrency))));
-        const seconds = (performance.now() - started) / 1000;
-        const { user, system } = process.cpuUsage(cpuBefore);
-        const done = Math.ceil(count / concurrency) * concurrency;
+    for (let round = 0; round < turns; round++) {
+      for (const [name, locker] of rotation(lockers, round)) {
+        const measured = await turn(locker, concurrency, count, () => `cpu:${++key}`, values.bounded ? 6000 : undefined);
         const result = results.get(name)!;
-        result.rate.push(done / seconds);
-        result.cpu.push((user + system) / done);
-        result.user.push(user / done);
-        result.system.push(system / done);
+        result.rate.push(measured.rate);
+        result.cpu.push(measured.cpuUs);
+        result.user.push(measured.userUs);
+        result.system.push(measured.systemUs);
       }
     }
     const reference = median(results.get('node-redlock')!.cpu);

@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import type { Session } from 'node:inspector/promises';
 import type { MasterSet } from '../test/harness/types.js';
 
 export { sleep };
@@ -227,4 +228,79 @@ export async function monitorCalls(clients: readonly Redis[], run: () => Promise
   } finally {
     for (const monitor of monitors) monitor.disconnect();
   }
+}
+
+/** What `turn` measured: cycles per second, and the process's CPU per cycle in µs (user + system, and apart). */
+export interface Turn {
+  rate: number;
+  cpuUs: number;
+  userUs: number;
+  systemUs: number;
+}
+
+/**
+ * One turn of `concurrency` loops of acquire → release on fresh keys (`name(i)`), `count` cycles in
+ * all (rounded up to a multiple of the loops), after a 200-cycle warm-up: the whole run, ramp and
+ * drain included, timed and its process CPU read (bench:batching, bench:cpu). With `limitMs`, each
+ * acquire and release is bounded by it, as figure 2 runs them.
+ */
+export async function turn(
+  locker: { acquire(resource: string, ttl: number): Promise<{ release(): Promise<unknown> }> },
+  concurrency: number,
+  count: number,
+  name: () => string,
+  limitMs?: number,
+): Promise<Turn> {
+  const loop = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      if (limitMs === undefined) await (await locker.acquire(name(), 10_000)).release();
+      else {
+        // As figure 2 runs each operation (figures.ts, cycle): with an outer limit, a timer and a promise each.
+        const acquired = await bounded(() => locker.acquire(name(), 10_000), limitMs);
+        if (acquired.status === 'ok') await bounded(() => acquired.value.release(), limitMs);
+      }
+    }
+  };
+  await loop(200); // warm up
+  forceGc?.(); // the garbage of the turn before is not this one's to collect
+  const cpuBefore = process.cpuUsage();
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, () => loop(Math.ceil(count / concurrency))));
+  const seconds = (performance.now() - started) / 1000;
+  const { user, system } = process.cpuUsage(cpuBefore);
+  const done = Math.ceil(count / concurrency) * concurrency;
+  return { rate: done / seconds, cpuUs: (user + system) / done, userUs: user / done, systemUs: system / done };
+}
+
+/** A profiled function's place, short: its name and path from src/, dist/, bench/ or node_modules/ on. */
+export function siteOf({ functionName, url, lineNumber }: { functionName: string; url: string; lineNumber: number }): string {
+  return `${functionName || '(anonymous)'} ${url.replace(/^.*\/(src|dist|bench|node_modules)\//, '$1/')}:${lineNumber + 1}`;
+}
+
+interface Allocation {
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  selfSize: number;
+  children: Allocation[];
+}
+
+/**
+ * What `run` allocates, sampled every 256 bytes by V8's heap profiler (objects the collector freed
+ * included), per cycle of its `cycles` and by site; prints the total and the sites above 1 %.
+ */
+export async function printAllocations(session: Session, run: () => Promise<unknown>, cycles: number, heading: string): Promise<void> {
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  await run();
+  const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: Allocation } };
+  const bySite = new Map<string, number>();
+  let total = 0;
+  const walk = (node: Allocation) => {
+    total += node.selfSize;
+    if (node.selfSize > 0) bySite.set(siteOf(node.callFrame), (bySite.get(siteOf(node.callFrame)) ?? 0) + node.selfSize);
+    node.children.forEach(walk);
+  };
+  walk(profile.head);
+  console.log(`${heading}: ${(total / cycles).toFixed(0)} B a cycle (sampled); the sites above 1 %:`);
+  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]))
+    if (bytes > total / 100) console.log(`  ${(bytes / cycles).toFixed(0).padStart(6)} B  ${site}`);
 }

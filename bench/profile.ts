@@ -13,6 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
+import { printAllocations, siteOf } from './lib.js';
 import { from, quorumlock } from './quorumlock.js';
 
 const { Redlock } = quorumlock;
@@ -34,34 +35,6 @@ interface ProfileNode {
   hitCount: number;
 }
 
-interface Allocation {
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  selfSize: number;
-  children: Allocation[];
-}
-
-/** What `run` allocates per cycle, by site, heaviest first (sampled every 256 bytes). */
-async function allocations(session: Session, run: () => Promise<unknown>): Promise<void> {
-  await session.post('HeapProfiler.enable');
-  await session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
-  await run();
-  const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: Allocation } };
-  const bySite = new Map<string, number>();
-  let total = 0;
-  const walk = (node: Allocation) => {
-    const { functionName, url, lineNumber } = node.callFrame;
-    const site = `${functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|src|bench|dist)\//, '$1/')}:${lineNumber + 1}`;
-    total += node.selfSize;
-    if (node.selfSize > 0) bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
-    node.children.forEach(walk);
-  };
-  walk(profile.head);
-  const done = Math.ceil(cycles / concurrency) * concurrency;
-  console.log(`allocated per cycle at concurrency ${concurrency} (sampled): ${(total / done).toFixed(0)} B; the sites above 1 %:`);
-  for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]))
-    if (bytes > total / 100) console.log(`  ${(bytes / done).toFixed(0).padStart(6)} B  ${site}`);
-}
-
 const set = await processBackend.start(5);
 const clients = set.masters.map((m) => new Redis({ host: m.host, port: m.port }));
 try {
@@ -79,50 +52,46 @@ try {
   await Promise.all(clients.map((c) => c.config('RESETSTAT')));
   const session = new Session();
   session.connect();
+  const measured = () => Promise.all(Array.from({ length: concurrency }, () => loop(Math.ceil(cycles / concurrency))));
   if (values.allocations) {
-    await allocations(session, () => Promise.all(Array.from({ length: concurrency }, () => loop(Math.ceil(cycles / concurrency)))));
-    process.exit(0);
-  }
-  await session.post('Profiler.enable');
-  await session.post('Profiler.setSamplingInterval', { interval: 100 });
-  await session.post('Profiler.start');
-  const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, () => loop(Math.ceil(cycles / concurrency))));
-  const elapsedMs = performance.now() - started;
-  const cpu = process.cpuUsage(cpuBefore);
-  const { profile } = (await session.post('Profiler.stop')) as { profile: { nodes: ProfileNode[] } };
-  mkdirSync('bench/results', { recursive: true });
-  writeFileSync('bench/results/profile.cpuprofile', JSON.stringify(profile));
+    await printAllocations(session, measured, Math.ceil(cycles / concurrency) * concurrency, `allocated at concurrency ${concurrency}`);
+  } else {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 100 });
+    await session.post('Profiler.start');
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    await measured();
+    const elapsedMs = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    const { profile } = (await session.post('Profiler.stop')) as { profile: { nodes: ProfileNode[] } };
+    mkdirSync('bench/results', { recursive: true });
+    writeFileSync('bench/results/profile.cpuprofile', JSON.stringify(profile));
 
-  const total = profile.nodes.reduce((sum, node) => sum + node.hitCount, 0);
-  const byFunction = new Map<string, number>();
-  for (const node of profile.nodes) {
-    const { functionName, url, lineNumber } = node.callFrame;
-    const where = url.replace(/^.*\/(node_modules|src|bench)\//, '$1/');
-    const name = `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`;
-    byFunction.set(name, (byFunction.get(name) ?? 0) + node.hitCount);
-  }
-  const done = Math.ceil(cycles / concurrency) * concurrency;
-  console.log(
-    `quorumlock from ${from}: ${done} cycles at concurrency ${concurrency}${values.fencing ? ', fenced' : ''}: ${(done / (elapsedMs / 1000)).toFixed(0)} cycles/s, client CPU ${((cpu.user + cpu.system) / done).toFixed(1)} µs per cycle (user ${(cpu.user / done).toFixed(1)}, system ${(cpu.system / done).toFixed(1)})`,
-  );
-  console.log('\nself time, heaviest first:');
-  for (const [name, hits] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 40))
-    console.log(`${((100 * hits) / total).toFixed(1).padStart(5)} %  ${name}`);
-  console.log('\nserver time per call (INFO commandstats, all members):');
-  const stats = new Map<string, { calls: number; usec: number }>();
-  for (const client of clients) {
-    for (const line of (await client.info('commandstats')).split('\n')) {
-      const match = /^cmdstat_(\w+(?:\|\w+)?):calls=(\d+),usec=(\d+)/.exec(line);
-      if (!match) continue;
-      const entry = stats.get(match[1]!) ?? { calls: 0, usec: 0 };
-      entry.calls += Number(match[2]);
-      entry.usec += Number(match[3]);
-      stats.set(match[1]!, entry);
+    const total = profile.nodes.reduce((sum, node) => sum + node.hitCount, 0);
+    const byFunction = new Map<string, number>();
+    for (const node of profile.nodes) byFunction.set(siteOf(node.callFrame), (byFunction.get(siteOf(node.callFrame)) ?? 0) + node.hitCount);
+    const done = Math.ceil(cycles / concurrency) * concurrency;
+    console.log(
+      `quorumlock from ${from}: ${done} cycles at concurrency ${concurrency}${values.fencing ? ', fenced' : ''}: ${(done / (elapsedMs / 1000)).toFixed(0)} cycles/s, client CPU ${((cpu.user + cpu.system) / done).toFixed(1)} µs per cycle (user ${(cpu.user / done).toFixed(1)}, system ${(cpu.system / done).toFixed(1)})`,
+    );
+    console.log('\nself time, heaviest first:');
+    for (const [name, hits] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 40))
+      console.log(`${((100 * hits) / total).toFixed(1).padStart(5)} %  ${name}`);
+    console.log('\nserver time per call (INFO commandstats, all members):');
+    const stats = new Map<string, { calls: number; usec: number }>();
+    for (const client of clients) {
+      for (const line of (await client.info('commandstats')).split('\n')) {
+        const match = /^cmdstat_(\w+(?:\|\w+)?):calls=(\d+),usec=(\d+)/.exec(line);
+        if (!match) continue;
+        const entry = stats.get(match[1]!) ?? { calls: 0, usec: 0 };
+        entry.calls += Number(match[2]);
+        entry.usec += Number(match[3]);
+        stats.set(match[1]!, entry);
+      }
     }
+    for (const [command, { calls, usec }] of stats) console.log(`  ${command}: ${calls} calls, ${(usec / calls).toFixed(2)} µs per call`);
   }
-  for (const [command, { calls, usec }] of stats) console.log(`  ${command}: ${calls} calls, ${(usec / calls).toFixed(2)} µs per call`);
 } finally {
   for (const client of clients) client.disconnect();
   await set.stop();

@@ -9,8 +9,9 @@
  * written in the order they were made, but `enableAutoPipelining` queues some for a later tick,
  * so our scripts are kept out of it (keepOutOfAutoPipelining).
  *
- * Nothing here imports ioredis: the classes come from the user's client (its constructor), so a
- * project with only iovalkey (or only node-redis) installed never loads ioredis.
+ * Nothing here imports ioredis: what the adapter needs of the library comes from the user's client
+ * (its `Command` class through our scripts' definitions: commandClassOf), so a project with only
+ * iovalkey (or only node-redis) installed never loads ioredis.
  */
 import { createHash } from 'node:crypto';
 import { scripts, type ScriptName } from '../store/scripts.js';
@@ -178,14 +179,15 @@ export function ioredisConnection(user: IoredisLike): Connection {
   };
 }
 
-/** The library's command class (`Redis.Command`): its name, its arguments, how to send them. */
+/** The library's command class (`Redis.Command`): its name, its arguments, how to write them (`toWritable`). */
 type CommandClass = new (name: string, args: string[], options: { keyPrefix?: string; replyEncoding: string; errorStack?: Error }) => object;
 
 /**
  * EVALSHA as `client.evalsha(...)` sends it, made here with the library's own Command class
  * (commandClassOf) from one flat array. Why: the Command constructor copies its
  * arguments with Array.prototype.flat, which on Node 20 costs about 75 ns an argument (a batch
- * of 64 calls has some 700: 55 µs; one acquire's 17: 1.3 µs, against 0.3 µs here). Ours are
+ * of 64 calls has some 700: 57 µs, against 3 µs here; one acquire's 17: 1.55 against 0.24 µs:
+ * bench/command-cost.ts). Ours are
  * strings, flat already, so the array handed over copies itself by slice (its own `flat`): the
  * same copy the library makes, which it may then change in place (a keyPrefix). A version that
  * no longer calls flat() ignores the property. What `client.evalsha` adds is given the same
@@ -207,8 +209,9 @@ function fastEvalsha(client: Client): Connection['evalsha'] {
 }
 
 /**
- * The library's Command class, found through our own scripts' definitions (registerScripts): each
- * script's command class extends it (`scriptsSet[name].Command`). Not through the client's
+ * The library's Command class, found through our own scripts' definitions (registerScripts): the
+ * command class of each defined script extends it; the epoch script's is read
+ * (`scriptsSet[name].Command`). Not through the client's
  * constructor: both libraries mix EventEmitter into the Redis class, whose `constructor` it
  * replaces. Undefined where a client has none of this (a stand-in, another version's layout).
  */
