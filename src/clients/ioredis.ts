@@ -184,16 +184,16 @@ type CommandClass = new (name: string, args: string[], options: { keyPrefix?: st
 
 /**
  * EVALSHA as `client.evalsha(...)` sends it, made here with the library's own Command class
- * (commandClassOf) from one flat array. Why: the Command constructor copies its
- * arguments with Array.prototype.flat, which on Node 20 costs about 75 ns an argument (a batch
- * of 64 calls has some 700: 57 µs, against 3 µs here; one acquire's 17: 1.55 against 0.24 µs:
- * bench/command-cost.ts). Ours are
- * strings, flat already, so the array handed over copies itself by slice (its own `flat`): the
- * same copy the library makes, which it may then change in place (a keyPrefix). A version that
- * no longer calls flat() ignores the property. What `client.evalsha` adds is given the same
- * way: the client's keyPrefix, text replies, the friendly error stack when asked; it is kept out
- * of auto-pipelining (keepOutOfAutoPipelining), so it too goes straight to sendCommand.
- * Undefined where the client has no Command class (a test's stand-in): its evalsha then.
+ * (commandClassOf) from one flat array. Why: the Command constructor copies its arguments with
+ * Array.prototype.flat, which on Node 20 costs about 75 ns an argument (a batch of 64 calls has
+ * some 700: 57 µs, against 3 µs here; one acquire's 17: 1.55 against 0.24 µs:
+ * bench/command-cost.ts). Ours are strings, flat already, so the array handed over copies itself
+ * by slice (its own `flat`): the same copy the library makes, which it may then change in place
+ * (a keyPrefix). A version that no longer calls flat() ignores the property. What
+ * `client.evalsha` adds is given the same way: the client's keyPrefix, text replies, the friendly
+ * error stack when asked; it is kept out of auto-pipelining (keepOutOfAutoPipelining), so it too
+ * goes straight to sendCommand. Undefined where the client has no Command class (a test's
+ * stand-in): its evalsha then.
  */
 function fastEvalsha(client: Client): Connection['evalsha'] {
   const Command = commandClassOf(client);
@@ -211,9 +211,9 @@ function fastEvalsha(client: Client): Connection['evalsha'] {
 /**
  * The library's Command class, found through our own scripts' definitions (registerScripts): the
  * command class of each defined script extends it; the epoch script's is read
- * (`scriptsSet[name].Command`). Not through the client's
- * constructor: both libraries mix EventEmitter into the Redis class, whose `constructor` it
- * replaces. Undefined where a client has none of this (a stand-in, another version's layout).
+ * (`scriptsSet[name].Command`). Not through the client's constructor: both libraries mix
+ * EventEmitter into the Redis class, whose `constructor` it replaces. Undefined where a client has
+ * none of this (a stand-in, another version's layout).
  */
 function commandClassOf(client: Client): CommandClass | undefined {
   const scriptCommand = client.scriptsSet?.[commandNames.quorumlockEpoch]?.Command;
