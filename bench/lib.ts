@@ -239,7 +239,7 @@ export interface Turn {
 }
 
 /**
- * One turn of `concurrency` loops of acquire → release on fresh keys (`name(i)`), `count` cycles in
+ * One turn of `concurrency` loops of acquire → release on fresh keys (each named by `name()`), `count` cycles in
  * all (rounded up to a multiple of the loops), after a 200-cycle warm-up: the whole run, ramp and
  * drain included, timed and its process CPU read (bench:batching, bench:cpu). With `limitMs`, each
  * acquire and release is bounded by it, as figure 2 runs them.
