@@ -296,7 +296,10 @@ export async function printAllocations(session: Session, run: () => Promise<unkn
   let total = 0;
   const walk = (node: Allocation) => {
     total += node.selfSize;
-    if (node.selfSize > 0) bySite.set(siteOf(node.callFrame), (bySite.get(siteOf(node.callFrame)) ?? 0) + node.selfSize);
+    if (node.selfSize > 0) {
+      const site = siteOf(node.callFrame);
+      bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+    }
     node.children.forEach(walk);
   };
   walk(profile.head);

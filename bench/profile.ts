@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { parseArgs } from 'node:util';
 import { processBackend } from '../test/harness/process.js';
-import { printAllocations, siteOf } from './lib.js';
+import { commandstats, printAllocations, siteOf } from './lib.js';
 import { from, quorumlock } from './quorumlock.js';
 
 const { Redlock } = quorumlock;
@@ -70,7 +70,10 @@ try {
 
     const total = profile.nodes.reduce((sum, node) => sum + node.hitCount, 0);
     const byFunction = new Map<string, number>();
-    for (const node of profile.nodes) byFunction.set(siteOf(node.callFrame), (byFunction.get(siteOf(node.callFrame)) ?? 0) + node.hitCount);
+    for (const node of profile.nodes) {
+      const site = siteOf(node.callFrame);
+      byFunction.set(site, (byFunction.get(site) ?? 0) + node.hitCount);
+    }
     const done = Math.ceil(cycles / concurrency) * concurrency;
     console.log(
       `quorumlock from ${from}: ${done} cycles at concurrency ${concurrency}${values.fencing ? ', fenced' : ''}: ${(done / (elapsedMs / 1000)).toFixed(0)} cycles/s, client CPU ${((cpu.user + cpu.system) / done).toFixed(1)} µs per cycle (user ${(cpu.user / done).toFixed(1)}, system ${(cpu.system / done).toFixed(1)})`,
@@ -79,17 +82,7 @@ try {
     for (const [name, hits] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 40))
       console.log(`${((100 * hits) / total).toFixed(1).padStart(5)} %  ${name}`);
     console.log('\nserver time per call (INFO commandstats, all members):');
-    const stats = new Map<string, { calls: number; usec: number }>();
-    for (const client of clients) {
-      for (const line of (await client.info('commandstats')).split('\n')) {
-        const match = /^cmdstat_(\w+(?:\|\w+)?):calls=(\d+),usec=(\d+)/.exec(line);
-        if (!match) continue;
-        const entry = stats.get(match[1]!) ?? { calls: 0, usec: 0 };
-        entry.calls += Number(match[2]);
-        entry.usec += Number(match[3]);
-        stats.set(match[1]!, entry);
-      }
-    }
+    const stats = await commandstats(clients);
     for (const [command, { calls, usec }] of stats) console.log(`  ${command}: ${calls} calls, ${(usec / calls).toFixed(2)} µs per call`);
   }
 } finally {
