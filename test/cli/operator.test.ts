@@ -8,7 +8,7 @@ import { describeError, memberStates, waitReason } from '../../src/cli/member-st
 import { Redlock } from '../../src/index.js';
 import type { TestMasters } from '../integration/masters.js';
 import { sleep } from '../integration/util.js';
-import { cli, cliOnTerminal, closedPort, events, nodeCommand, hold, runCli, withMasters } from './spawn.js';
+import { cli, cliOnTerminal, closedPorts, events, nodeCommand, hold, runCli, withMasters } from './spawn.js';
 
 let t: TestMasters;
 let members: string;
@@ -42,7 +42,7 @@ describe('run: when the lock is not had', () => {
   });
 
   it('names the cause and the host: connection refused for members nobody listens on, no ioredis retry text', async () => {
-    const [p1, p2, p3] = [await closedPort(), await closedPort(), await closedPort()];
+    const [p1, p2, p3] = await closedPorts(3);
     const allDown = await cli([
       'run',
       '--members',
@@ -305,7 +305,8 @@ describe('member states and wait reasons, in words', () => {
 describe('status: partial reads', () => {
   it('with 2 of 3 members unreachable, says free on 1 of 3 and 2 unreachable, not free everywhere', async () => {
     const live = t.masters[1]!;
-    const partial = `redis://127.0.0.1:${await closedPort()},redis://${live.host}:${live.port},redis://127.0.0.1:${await closedPort()}`;
+    const [down1, down2] = await closedPorts(2);
+    const partial = `redis://127.0.0.1:${down1},redis://${live.host}:${live.port},redis://127.0.0.1:${down2}`;
     const { code, stdout } = await cli(['status', 'partial', '--members', partial, '--timeout', '500ms']).done;
     expect(code).toBe(69);
     expect(stdout).toContain('partial: not held by a quorum (free on 1 of 3 members; 2 unreachable; quorum 2 of 3)');
@@ -435,7 +436,7 @@ describe('run: flock(1) parity', () => {
     const down = await cli([
       'run',
       '--members',
-      `redis://127.0.0.1:${await closedPort()}`,
+      `redis://127.0.0.1:${(await closedPorts(1))[0]}`,
       '--resource',
       'conflict-code',
       '--ttl',

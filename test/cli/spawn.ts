@@ -181,13 +181,17 @@ export function killRunning(): void {
   for (const child of running) child.kill('SIGKILL');
 }
 
-/** A loopback port nothing listens on (bound, then closed): connecting is refused. */
-export async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+/**
+ * `count` distinct loopback ports nothing listens on: all bound at once, then closed, so the
+ * system cannot hand the same ephemeral port out twice (three binds in turn once gave two equal
+ * ports, and the CLI rightly refused the member list as a usage error).
+ */
+export async function closedPorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer());
+  await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))));
+  const ports = servers.map((server) => (server.address() as AddressInfo).port);
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
 }
 
 /** The --json event lines of a run's stderr. */
