@@ -10,7 +10,7 @@ import { clusterEpochKey, slotOf } from '../../src/store/keys.js';
 import type { Master } from '../harness/index.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
 import { startTestMasters, type TestMasters } from './masters.js';
-import { errorOf, fresh, sleep } from './util.js';
+import { errorOf, fresh, sleep, clusterTrust } from './util.js';
 
 let cluster: TestCluster;
 let plain: TestMasters;
@@ -135,7 +135,7 @@ beforeAll(async () => {
   expect(cluster.replicas).toHaveLength(3);
   member = new Cluster(cluster.startupNodes, { clusterRetryStrategy: () => 100, redisOptions: { maxRetriesPerRequest: 1 } });
   member.on('error', () => {}); // the killed master refuses reconnects: expected here
-  const results = await new Redlock([member]).trustMembers();
+  const results = await new Redlock([member]).trustMembers(clusterTrust);
   expect(results.every((result) => result.trusted)).toBe(true);
 }, 60_000);
 

@@ -8,7 +8,7 @@ import { Redlock } from '../../src/index.js';
 import { clusterEpochKey, companionKey, slotOf } from '../../src/store/keys.js';
 import { commandNames } from '../../src/clients/ioredis.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
-import { errorOf, eventually, expectFencesRise, fresh, refusedAsEvicting, sleep } from './util.js';
+import { errorOf, eventually, expectFencesRise, fresh, refusedAsEvicting, sleep, clusterTrust } from './util.js';
 
 let clusters: TestCluster[];
 let members: Cluster[];
@@ -34,7 +34,7 @@ async function nodeOf(cluster: Cluster, key: string): Promise<Redis> {
 beforeAll(async () => {
   clusters = await Promise.all([startCluster(), startCluster(), startCluster()]);
   members = clusters.map((cluster) => connect(cluster));
-  const results = await new Redlock(members, { maxLockTtl: 60_000 }).trustMembers();
+  const results = await new Redlock(members, { maxLockTtl: 60_000 }).trustMembers(clusterTrust);
   expect(results.every((result) => result.trusted)).toBe(true);
 }, 60_000);
 
@@ -134,7 +134,7 @@ describe('three clusters as members, quorum two', () => {
   it('works under a keyPrefix: the prefixed keys and their lines share a slot', async () => {
     const prefixed = clusters.map((cluster) => connect(cluster, { keyPrefix: 'app:' }));
     const redlock = new Redlock(prefixed, { retryCount: 0 });
-    await redlock.trustMembers(); // the prefixed epochs are other keys
+    await redlock.trustMembers(clusterTrust); // the prefixed epochs are other keys
     const resource = fresh('prefixed');
     const lock = await redlock.acquire(resource, 2_000);
     // Decided at a quorum of 2: the third member may run the call a moment later (seen once in CI).

@@ -175,7 +175,7 @@ describe('defect 7: an extension that fails for lack of answers does not end the
     subscribe(channels.extend.name, listener);
     try {
       let remainingAtAbort: number | undefined;
-      const outcome = redlock.using(resource, 600, async (signal, lock) => {
+      const outcome = redlock.using(resource, 1_500, async (signal, lock) => {
         for (const index of [1, 2]) await servers.masters[index]!.pause();
         await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
         remainingAtAbort = lock.remainingMs();

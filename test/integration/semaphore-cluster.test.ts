@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { permitResource, slotOf } from '../../src/store/keys.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
-import { fresh } from './util.js';
+import { fresh, clusterTrust } from './util.js';
 
 let clusters: TestCluster[];
 const opened: Cluster[] = [];
@@ -25,7 +25,7 @@ beforeAll(async () => {
   const results = await new Redlock(
     clusters.map((cluster) => connect(cluster)),
     { maxLockTtl: 60_000 },
-  ).trustMembers();
+  ).trustMembers(clusterTrust);
   expect(results.every((result) => result.trusted)).toBe(true);
 }, 60_000);
 
@@ -44,7 +44,7 @@ describe('semaphore on Redis Cluster members', () => {
     it(`acquires every permit, reports holders and refuses one more${keyPrefix ? ` (keyPrefix ${keyPrefix})` : ''}`, async () => {
       const redlock = new Redlock(clusters.map((cluster) => connect(cluster, keyPrefix)));
       // A keyPrefix names other epoch keys (the prefixed slots'): brand new, declared so.
-      if (keyPrefix) expect((await redlock.trustMembers()).every((result) => result.trusted)).toBe(true);
+      if (keyPrefix) expect((await redlock.trustMembers(clusterTrust)).every((result) => result.trusted)).toBe(true);
       const pool = redlock.semaphore(fresh('cluster-pool'), { permits: 3 });
       const permits = await Promise.all([pool.acquire(10_000), pool.acquire(10_000), pool.acquire(10_000)]);
       expect(permits.map((permit) => permit.permit).sort()).toEqual([0, 1, 2]);

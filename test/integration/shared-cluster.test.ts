@@ -7,7 +7,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redlock } from '../../src/index.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
-import { fresh } from './util.js';
+import { fresh, clusterTrust } from './util.js';
 
 let clusters: TestCluster[];
 const opened: Cluster[] = [];
@@ -21,7 +21,7 @@ function connect(cluster: TestCluster, keyPrefix?: string): Cluster {
 
 beforeAll(async () => {
   clusters = await Promise.all([startCluster(), startCluster(), startCluster()]);
-  const results = await new Redlock(clusters.map((cluster) => connect(cluster))).trustMembers();
+  const results = await new Redlock(clusters.map((cluster) => connect(cluster))).trustMembers(clusterTrust);
   expect(results.every((result) => result.trusted)).toBe(true);
 }, 60_000);
 
@@ -42,7 +42,7 @@ describe('shared locks on Cluster members', () => {
         );
       const [a, b, writer] = [redlock(), redlock(), redlock()];
       // Under a keyPrefix the epoch hashes are the prefixed ones: brand new, declared so.
-      if (keyPrefix) expect((await a.trustMembers()).every((result) => result.trusted)).toBe(true);
+      if (keyPrefix) expect((await a.trustMembers(clusterTrust)).every((result) => result.trusted)).toBe(true);
       // Two resources of one slot (a hash tag), as a multi-resource lock on a Cluster needs.
       const tag = fresh('cluster-shared');
       const resources = [`{${tag}}:x`, `{${tag}}:y`];

@@ -11,6 +11,13 @@ export const fresh = (label: string): string => `${label}:${++counter}`;
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * trustMembers() on Clusters: a read and a write per slot, 32,768 calls a cluster (1–2 s on an idle
+ * machine). Three clusters trusted at once on two loaded cores once took more than the default
+ * 10 s; none of these tests is about how long a trust takes.
+ */
+export const clusterTrust = { timeoutMs: 40_000 } as const;
+
 /** The LockAcquireError `promise` rejects with; fails the test if it resolves or rejects otherwise. */
 export async function errorOf(promise: Promise<unknown>): Promise<LockAcquireError> {
   const error = await promise.then(

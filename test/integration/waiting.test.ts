@@ -3,8 +3,9 @@
  * timer), one waiter per release, with the timed retry as the fallback.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Redlock, type Lock } from '../../src/index.js';
+import { type Lock } from '../../src/index.js';
 import { redlocksOn, startTestMasters, type TestMasters } from './masters.js';
+import { runCli } from '../cli/spawn.js';
 import { eventually, fresh, hearsReleases, heldOnEvery, lineLengths, lineOf, listeningInLine, onMajority, sleep, scriptCalls, warmedUp } from './util.js';
 
 let servers: TestMasters;
@@ -166,18 +167,19 @@ describe('waiting in line', () => {
   it('a waiter that vanished without leaving loses its place when its lease runs out', async () => {
     const resource = fresh('crashed');
     const holder = await client().acquire(resource, 10_000);
-    const crashedClients = servers.connect();
-    const crashed = new Redlock(crashedClients, { retryDelay: 50, retryJitter: 0 });
-    const doomed = crashed.acquire(resource, 10_000, { waitTimeout: 30_000 }).catch((error: unknown) => error);
+    // A process that waits in line and is killed: all its connections close without a word, its
+    // subscriber's too. (Disconnecting a waiter's clients in this process left its subscriber
+    // listening: a release then rightly handed it the lock, and it held it.)
+    const members = servers.masters.map((master) => `redis://${master.host}:${master.port}`).join(',');
+    const crashed = runCli(members, resource, '10s', 'console.log("ran")', ['--wait', '30s']);
     await eventually(async () => expect(onMajority((await inLine(resource)).map((count) => count > 0))).toBe(true)); // in line, first, on a majority
-    for (const c of crashedClients) c.disconnect(); // gone, without a word
+    crashed.child.kill('SIGKILL');
+    expect((await crashed.done).stdout).toBe('');
     const next = client({ retryDelay: 100, retryJitter: 0, retryCount: Infinity }).acquire(resource, 10_000, { waitTimeout: 10_000 });
     await sleep(50);
     await holder.release();
     const lock = await next; // after the crashed waiter's 1 s lease, not never
     await lock.release();
-    await crashed.quit();
-    await doomed;
   });
 });
 

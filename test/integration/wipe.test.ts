@@ -10,7 +10,7 @@ import { Redlock } from '../../src/index.js';
 import { resetMembers } from '../../src/testing.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
 import { startTestMasters, type TestMasters } from './masters.js';
-import { errorOf, fresh } from './util.js';
+import { errorOf, fresh, clusterTrust } from './util.js';
 
 /** The quarantine would outlast any test: a lock that succeeds did not wait it out. */
 const options = { maxLockTtl: 60_000, retryCount: 0 } as const;
@@ -111,7 +111,7 @@ describe('a Redis Cluster member', () => {
     const redlock = new Redlock([member], options);
     const timings: Record<string, number> = {};
     let started = performance.now();
-    await redlock.trustMembers();
+    await redlock.trustMembers(clusterTrust);
     timings.trustMembers = performance.now() - started;
     await (await redlock.acquire(fresh('{app}:before'), 1_000)).release();
 

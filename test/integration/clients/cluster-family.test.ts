@@ -11,7 +11,7 @@ import { createCluster } from 'redis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redlock, type MemberClient } from '../../../src/index.js';
 import { startCluster, type TestCluster } from '../../harness/topologies.js';
-import { connected, fresh, refusedAsEvicting } from '../util.js';
+import { connected, fresh, refusedAsEvicting, clusterTrust } from '../util.js';
 
 let clusters: TestCluster[];
 let members: MemberClient[];
@@ -32,7 +32,7 @@ beforeAll(async () => {
     () => nodeRedis.destroy(),
   );
   members = [valkey, glide, nodeRedis];
-  await new Redlock(members).trustMembers();
+  await new Redlock(members).trustMembers(clusterTrust);
 }, 60_000);
 
 afterAll(async () => {

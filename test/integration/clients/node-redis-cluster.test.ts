@@ -12,7 +12,7 @@ import { Redlock, type MemberClient } from '../../../src/index.js';
 import { clusterEpochKey, slotOf } from '../../../src/store/keys.js';
 import { serverFacts } from '../../../src/store/server.js';
 import { startCluster, type TestCluster } from '../../harness/topologies.js';
-import { connected, eventually, expectFencesRise, fresh, refusedAsEvicting, sleep } from '../util.js';
+import { connected, eventually, expectFencesRise, fresh, refusedAsEvicting, sleep, clusterTrust } from '../util.js';
 
 /** What the tests call on a node-redis Cluster, 5's and 6's alike. */
 interface UserCluster {
@@ -68,7 +68,7 @@ describe.each(variants)('$library Clusters (RESP$RESP), quorum two of three', ({
     // member: nine servers and the client share two busy cores, and tryAcquire has no retry (two
     // of three timed out at 50 ms once, under load).
     redlock = new Redlock(members, { retryDelay: 200, nodeTimeout: 1_000, maxLockTtl: 60_000 });
-    const results = await redlock.trustMembers();
+    const results = await redlock.trustMembers(clusterTrust);
     expect(
       results.filter((result) => !result.trusted).map((result) => `${result.member}: ${(result.error as Error)?.name} ${(result.error as Error)?.message}`),
     ).toEqual([]);
@@ -196,7 +196,7 @@ describe.each(variants)('$library Clusters (RESP$RESP), quorum two of three', ({
     it("works under node-redis 6's keyPrefix: the prefixed keys share their slot", async () => {
       const prefixed = await Promise.all(clusters.map((cluster) => connect(cluster, { keyPrefix: 'app:' })));
       const withPrefix = new Redlock(prefixed, { retryCount: 0, maxLockTtl: 60_000 });
-      await withPrefix.trustMembers(); // the prefixed epochs are other keys
+      await withPrefix.trustMembers(clusterTrust); // the prefixed epochs are other keys
       const resource = fresh('prefixed');
       const lock = await withPrefix.acquire(resource, 2_000);
       await eventually(async () => expect(await (await nodeOf(clusters[2]!, `app:${resource}`)).get(`app:${resource}`)).toBe(lock.value));
