@@ -228,6 +228,9 @@ export async function throughput(
         sliceIndex++,
       )) {
         const { peer, locker } = opened[c]!;
+        // The garbage the slice before left (another client's) is not this slice's to collect: its
+        // window's CPU would include it. As bench:cpu's turns do (lib.ts, turn).
+        forceGc?.();
         // The N loops start together, so their first cycles go out as one burst and come back
         // together (at c = 512 that burst alone is longer than a quick slice). The measured window
         // opens once every loop has finished (or failed) its first cycle, when they have spread out,

@@ -9,7 +9,8 @@
  *   2. cycles/s at concurrency 1, 16, 128, 512 (interleaved time slices, one client at a time,
  *      counted once every loop has finished its first cycle), with each slice's failed acquires
  *      (rejected or hung) and the bench process's CPU per completed cycle (process.cpuUsage, user +
- *      system, over the same window)
+ *      system, over the same window; a full GC before each slice, so none collects the garbage of
+ *      the client before it)
  *   3. contended handoff: 8 workers on one key, 1 ms holds, for every client, at ttl --handoff-ttl
  *      (default 10000 ms, README's examples)
  *   4. acquire latency with 2 of 5 members paused (SIGSTOP)
