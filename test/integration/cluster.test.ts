@@ -8,7 +8,7 @@ import { Redlock } from '../../src/index.js';
 import { clusterEpochKey, companionKey, slotOf } from '../../src/store/keys.js';
 import { commandNames } from '../../src/clients/ioredis.js';
 import { startCluster, type TestCluster } from '../harness/topologies.js';
-import { errorOf, eventually, expectFencesRise, fresh, refusedAsEvicting, sleep, clusterTrust } from './util.js';
+import { errorOf, eventually, expectFencesRise, fresh, refusedAsEvicting, sleep, clusterTrust, whileEvicting } from './util.js';
 
 let clusters: TestCluster[];
 let members: Cluster[];
@@ -47,18 +47,13 @@ describe('three clusters as members, quorum two', () => {
   it('a cluster with a node that may evict lock keys does not count (INFO of every master node)', async () => {
     const node = new Redis({ host: clusters[0]!.nodes[0]!.host, port: clusters[0]!.nodes[0]!.port });
     opened.push(node);
-    await node.config('SET', 'maxmemory', '512mb');
-    await node.config('SET', 'maxmemory-policy', 'allkeys-lru');
-    try {
+    await whileEvicting(node, members, async () => {
       // A new cluster client's first call waits for its slots and every master's INFO: 500 ms, not
       // 50, for that under a busy suite (the claim is the vote's reason, not its timing).
       const redlock = new Redlock([connect(clusters[0]!), members[1]!], { retryCount: 0, nodeTimeout: 500 });
       await refusedAsEvicting(redlock, fresh('evicting-node'));
       expect(redlock.members[0]!.notCounting).toMatch(/allkeys-lru/);
-    } finally {
-      await node.config('SET', 'maxmemory', '0');
-      await node.config('SET', 'maxmemory-policy', 'noeviction');
-    }
+    });
   });
 
   it('trustMembers() writes an epoch for every one of the 16384 slots of each cluster', async () => {

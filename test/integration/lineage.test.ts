@@ -126,7 +126,9 @@ describe('a failover and a failback (the data changes, the run id does not)', ()
       while ((await servers.clients[1]!.exists(resource)) === 1) await sleep(20); // the other owner's key expired
       await servers.masters[0]!.pause();
 
-      const b = new Redlock([servers.connect()[0]!, servers.connect()[1]!, client(s1)], { retryCount: 0, maxLockTtl });
+      // 500 ms per member, not 50: B's connections are new, and on loaded cores m1's first answer
+      // once came after paused m0's timeout had decided the round ('pending', not 'locked').
+      const b = new Redlock([servers.connect()[0]!, servers.connect()[1]!, client(s1)], { retryCount: 0, maxLockTtl, nodeTimeout: 500 });
       const refused = await errorOf(b.acquire(resource, 10_000, { retryCount: 0 }));
       expect(a.remainingMs()).toBeGreaterThan(0); // A still holds it
       expect(refused.attempts[0]!.votes.map((vote) => vote.vote)).toEqual(['timeout', 'locked', 'quarantined']);

@@ -1,7 +1,7 @@
 /** Small helpers shared by the integration tests. */
 import type Redis from 'ioredis';
 import { expect } from 'vitest';
-import { LockAcquireError, type Redlock } from '../../src/index.js';
+import { LockAcquireError, Redlock, type MemberClient } from '../../src/index.js';
 import { describeVotes } from '../../src/quorum/votes.js';
 import { presenceChannel, resourceKeys, waiterChannel } from '../../src/store/keys.js';
 
@@ -178,5 +178,29 @@ export async function stopEvicting(admins: readonly Redis[]): Promise<void> {
     await admin.config('SET', 'maxmemory', '0');
     await admin.config('SET', 'maxmemory-policy', 'noeviction');
     await admin.flushall();
+  }
+}
+
+/**
+ * Runs `run` while `node` may evict (allkeys-lru), then switches eviction off again and waits
+ * until every member of `shared` (the file's clients, used by the tests after this one) counts
+ * again. A member reads its servers' INFO at connect and every 10 s: one reading taken while the
+ * node evicted kept a shared client from counting for up to 10 s, and a later test failed there
+ * (under load, where the window is long enough to catch a reading).
+ */
+export async function whileEvicting(node: Redis, shared: readonly MemberClient[], run: () => Promise<void>): Promise<void> {
+  await node.config('SET', 'maxmemory', '512mb');
+  await node.config('SET', 'maxmemory-policy', 'allkeys-lru');
+  try {
+    await run();
+  } finally {
+    await node.config('SET', 'maxmemory', '0');
+    await node.config('SET', 'maxmemory-policy', 'noeviction');
+    const watching = new Redlock(shared);
+    try {
+      await eventually(async () => expect(watching.members.map((member) => member.notCounting)).toEqual(shared.map(() => undefined)), 15_000);
+    } finally {
+      await watching.quit();
+    }
   }
 }

@@ -11,7 +11,7 @@ import { createCluster } from 'redis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redlock, type MemberClient } from '../../../src/index.js';
 import { startCluster, type TestCluster } from '../../harness/topologies.js';
-import { connected, fresh, refusedAsEvicting, clusterTrust } from '../util.js';
+import { connected, fresh, refusedAsEvicting, clusterTrust, whileEvicting } from '../util.js';
 
 let clusters: TestCluster[];
 let members: MemberClient[];
@@ -64,22 +64,20 @@ it('locks keys on every node of each Cluster, fences, wakes a waiter by the rele
 it('one master of the GLIDE Cluster that may evict makes that member not count', async () => {
   const node = clusters[1]!.nodes[2]!;
   const admin = new Redis({ host: node.host, port: node.port });
-  await admin.config('SET', 'maxmemory', '1gb');
-  await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
   try {
-    // A new client (its member reads every master's INFO when it connects; a connected one would
-    // see the change at its next 10 s reading, while each grant's eviction count guards meanwhile).
-    const glide = await GlideClusterClient.createClient({ addresses: [{ host: node.host, port: node.port }], requestTimeout: 2000 });
-    closes.push(() => glide.close());
-    const redlock = await connected(new Redlock([glide, members[0]!], { retryCount: 0 }));
-    try {
-      await refusedAsEvicting(redlock, fresh('evicting-node'));
-    } finally {
-      await redlock.quit();
-    }
+    await whileEvicting(admin, members, async () => {
+      // A new client (its member reads every master's INFO when it connects; a connected one would
+      // see the change at its next 10 s reading, while each grant's eviction count guards meanwhile).
+      const glide = await GlideClusterClient.createClient({ addresses: [{ host: node.host, port: node.port }], requestTimeout: 2000 });
+      closes.push(() => glide.close());
+      const redlock = await connected(new Redlock([glide, members[0]!], { retryCount: 0 }));
+      try {
+        await refusedAsEvicting(redlock, fresh('evicting-node'));
+      } finally {
+        await redlock.quit();
+      }
+    });
   } finally {
-    await admin.config('SET', 'maxmemory', '0');
-    await admin.config('SET', 'maxmemory-policy', 'noeviction');
     admin.disconnect();
   }
 }, 30_000);

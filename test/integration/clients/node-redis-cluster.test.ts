@@ -12,7 +12,7 @@ import { Redlock, type MemberClient } from '../../../src/index.js';
 import { clusterEpochKey, slotOf } from '../../../src/store/keys.js';
 import { serverFacts } from '../../../src/store/server.js';
 import { startCluster, type TestCluster } from '../../harness/topologies.js';
-import { connected, eventually, expectFencesRise, fresh, refusedAsEvicting, sleep, clusterTrust } from '../util.js';
+import { connected, eventually, expectFencesRise, fresh, refusedAsEvicting, sleep, clusterTrust, whileEvicting } from '../util.js';
 
 /** What the tests call on a node-redis Cluster, 5's and 6's alike. */
 interface UserCluster {
@@ -147,17 +147,12 @@ describe.each(variants)('$library Clusters (RESP$RESP), quorum two of three', ({
 
   it('a Cluster with one master that may evict lock keys does not count (INFO of every master)', async () => {
     const node = admin(clusters[0]!.nodes[2]!.port);
-    await node.config('SET', 'maxmemory', '512mb');
-    await node.config('SET', 'maxmemory-policy', 'allkeys-lru');
-    try {
+    await whileEvicting(node, members, async () => {
       const evicting = new Redlock([await connect(clusters[0]!), members[1]!], { retryCount: 0 });
       await connected(evicting);
       await refusedAsEvicting(evicting, fresh('evicting-node'));
       expect(evicting.members[0]!.notCounting).toMatch(/allkeys-lru/);
-    } finally {
-      await node.config('SET', 'maxmemory', '0');
-      await node.config('SET', 'maxmemory-policy', 'noeviction');
-    }
+    });
   });
 
   it('after SCRIPT FLUSH on every node, EVALSHA meets NOSCRIPT and EVAL runs the script', async () => {
