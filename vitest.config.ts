@@ -34,7 +34,8 @@ export default defineConfig({
     // Each integration file starts its own redis-server masters on free ports. Three files at a
     // time on two cores: much of a file's time is waiting (ttls, deadlines, child processes), and
     // with two the suite used 117 % of a core over 4:01; with three, 155 % over 3:04 (four: 173 %
-    // over 2:42, and two timing failures with one more core busy).
+    // over 2:42, and two timing failures with one more core busy). The chaos and container runs,
+    // busier per file, keep two (--maxWorkers 2 in npm run test:chaos and scripts/test-*.sh).
     pool: 'forks',
     maxWorkers: 3,
     testTimeout: 30_000,
