@@ -233,7 +233,7 @@ describe('a Sentinel group, a Cluster and a plain master as the members', () => 
     expect(parsed.members[1]!.epoch.slots).toEqual({ trusted: 16384, quarantined: 0, stale: 0, none: 0, unreadable: 0 });
     expect(parsed.members[0]!.epoch.slots).toBeUndefined();
 
-    const table = await cli(['members', '--members', members]).done;
+    const table = await cli(['members', '--timeout', '3s', '--members', members]).done;
     expect(table.code).toBe(0);
     expect(table.stdout).toMatch(/3 of 3 healthy masters, quorum 2: OK/);
     for (const name of names) expect(table.stdout).toContain(name);
