@@ -11,12 +11,10 @@
  * three 3-second windows per level once the loops have spread out. --bounded wraps each
  * operation as figure 2 does (an outer limit of 6 s: a timer and a promise per operation).
  */
-import Redis from 'ioredis';
 import { parseArgs } from 'node:util';
-import { processBackend } from '../test/harness/process.js';
 import { median, rotation, turn } from './lib.js';
-import { ALL, checkedFloor, type Locker } from './peers.js';
-import { quorumlock, from } from './quorumlock.js';
+import { withFloorAndNodeRedlock } from './peers.js';
+import { from } from './quorumlock.js';
 
 const { values } = parseArgs({
   options: {
@@ -30,17 +28,7 @@ const turns = Number(values.turns);
 const cycles = Number(values.cycles);
 const levels = values.levels.split(',').map(Number);
 
-const set = await processBackend.start(5);
-const clients = set.masters.map((m) => new Redis({ host: m.host, port: m.port }));
-try {
-  await Promise.all(clients.map((c) => c.ping()));
-  await new quorumlock.Redlock(clients).trustMembers();
-  const peer = (name: string) => ALL.find((p) => p.name === name)!.create(clients);
-  const lockers: [string, Locker][] = [
-    ['checked floor', checkedFloor().create(clients)],
-    ['quorumlock', peer('quorumlock')],
-    ['node-redlock', peer('node-redlock')],
-  ];
+await withFloorAndNodeRedlock(async (lockers) => {
   let key = 0;
   console.log(
     `quorumlock from ${from}; five local masters, ${turns} turns${values.bounded ? ', each operation bounded as in figure 2' : ''}; medians (all turns' client CPU in brackets)`,
@@ -64,8 +52,4 @@ try {
         `c = ${String(concurrency).padEnd(3)}  ${name.padEnd(13)}  ${median(rate).toFixed(0).padStart(6)} cycles/s  client CPU ${median(cpu).toFixed(0).padStart(3)} µs per cycle (${(median(cpu) / reference).toFixed(2)}× node-redlock's; user ${median(user).toFixed(0)}, system ${median(system).toFixed(0)}) [${cpu.map((x) => x.toFixed(0)).join(' ')}]`,
       );
   }
-  for (const [, locker] of lockers) await locker.close();
-} finally {
-  for (const client of clients) client.disconnect();
-  await set.stop();
-}
+});

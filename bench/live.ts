@@ -8,29 +8,16 @@
  * young-generation collection copies (and, surviving two, promotes): it, more than what a cycle
  * allocates, is what the client CPU at c = 512 pays (docs/performance.md).
  */
-import Redis from 'ioredis';
 import { parseArgs } from 'node:util';
-import { processBackend } from '../test/harness/process.js';
 import { forceGc, median } from './lib.js';
-import { ALL, checkedFloor, type Locker } from './peers.js';
-import { quorumlock } from './quorumlock.js';
+import { withFloorAndNodeRedlock } from './peers.js';
 
 const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '512' }, samples: { type: 'string', default: '5' } } });
 const concurrency = Number(values.concurrency);
 if (forceGc === undefined) throw new Error('bench:live needs a forced GC (--expose-gc could not be set)');
 const gc = forceGc;
 
-const set = await processBackend.start(5);
-const clients = set.masters.map((m) => new Redis({ host: m.host, port: m.port }));
-try {
-  await Promise.all(clients.map((c) => c.ping()));
-  await new quorumlock.Redlock(clients).trustMembers();
-  const peer = (name: string) => ALL.find((p) => p.name === name)!.create(clients);
-  const lockers: [string, Locker][] = [
-    ['checked floor', checkedFloor().create(clients)],
-    ['quorumlock', peer('quorumlock')],
-    ['node-redlock', peer('node-redlock')],
-  ];
+await withFloorAndNodeRedlock(async (lockers) => {
   let key = 0;
   console.log(`five local masters, ${concurrency} cycles in flight; live heap per cycle in flight (median of ${values.samples}, all in brackets)`);
   for (const [name, locker] of lockers) {
@@ -51,7 +38,4 @@ try {
     await Promise.all(loops);
     console.log(`${name.padEnd(14)} ${median(kb).toFixed(1).padStart(5)} KB  [${kb.map((x) => x.toFixed(1)).join(' ')}]`);
   }
-} finally {
-  for (const client of clients) client.disconnect();
-  await set.stop();
-}
+});

@@ -12,6 +12,7 @@ import { ExecutionError, Redlock as SesameRedlock } from '@sesamecare-oss/redloc
 import { RedlockMutex, TimeoutError as SemaphoreTimeoutError } from 'redis-semaphore';
 import { createRedlock, IoredisAdapter, LockAcquisitionError } from 'redlock-universal';
 import type { MasterSet } from '../test/harness/types.js';
+import { processBackend } from '../test/harness/process.js';
 import { EPOCH_KEY, resourceKeys } from '../src/store/keys.js';
 import { CORK_CALLS } from '../src/members/redis-member.js';
 import { BATCH_LIMIT } from '../src/members/batching.js';
@@ -655,3 +656,27 @@ export const HANDOFF_FLOOR: Peer = handoffFloor;
 export const LINE_HANDOFF_FLOOR: Peer = lineHandoffFloor;
 /** The five clients (no reference). */
 export const CLIENTS: readonly Peer[] = ALL.filter((p) => !REFERENCES.includes(p.name));
+
+/**
+ * bench:cpu's and bench:live's three: the checked floor, quorumlock and node-redlock 4, each at its
+ * defaults, on one ioredis client per master of five new local masters (trusted). `run` gets them
+ * by name; afterwards they are closed and the masters stopped.
+ */
+export async function withFloorAndNodeRedlock(run: (lockers: [string, Locker][]) => Promise<void>): Promise<void> {
+  const set = await processBackend.start(5);
+  const clients = set.masters.map((m) => new Redis({ host: m.host, port: m.port }));
+  try {
+    await Promise.all(clients.map((c) => c.ping()));
+    await new library.Redlock(clients).trustMembers();
+    const lockers: [string, Locker][] = [
+      ['checked floor', checkedFloor().create(clients)],
+      ['quorumlock', quorumlock.create(clients)],
+      ['node-redlock', nodeRedlock.create(clients)],
+    ];
+    await run(lockers);
+    for (const [, locker] of lockers) await locker.close();
+  } finally {
+    for (const client of clients) client.disconnect();
+    await set.stop();
+  }
+}
