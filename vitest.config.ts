@@ -35,9 +35,11 @@ export default defineConfig({
     // time on two cores: much of a file's time is waiting (ttls, deadlines, child processes), and
     // with two the suite used 117 % of a core over 4:01; with three, 155 % over 3:04 (four: 173 %
     // over 2:42, and two timing failures with one more core busy). The chaos and container runs,
-    // busier per file, keep two (--maxWorkers 2 in npm run test:chaos and scripts/test-*.sh).
+    // busier per file, keep two: QUORUMLOCK_TEST_WORKERS=2 in npm run test:chaos and
+    // scripts/test-*.sh (an env read here, as each project takes maxWorkers from this config, not
+    // from the command line's --maxWorkers).
     pool: 'forks',
-    maxWorkers: 3,
+    maxWorkers: Number(process.env.QUORUMLOCK_TEST_WORKERS ?? 3),
     testTimeout: 30_000,
     hookTimeout: 30_000,
     reporters: ['default', './test/harness/summary-reporter.ts'],

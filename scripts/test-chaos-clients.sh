@@ -24,7 +24,7 @@ for library in "${libraries[@]}"; do
   echo
   echo "=== test:chaos:clients: QUORUMLOCK_CHAOS_CLIENT=$library ==="
   start=$SECONDS
-  if QUORUMLOCK_CHAOS_CLIENT="$library" npx vitest run --project chaos --maxWorkers 2 "$@"; then
+  if QUORUMLOCK_TEST_WORKERS=2 QUORUMLOCK_CHAOS_CLIENT="$library" npx vitest run --project chaos "$@"; then
     verdict=passed
   else
     verdict=FAILED

@@ -7,4 +7,5 @@ if [ -z "${DOCKER_HOST:-}" ] && ! docker info >/dev/null 2>&1; then
   eval "$(bash scripts/podman-setup.sh)"
 fi
 export QUORUMLOCK_TEST_BACKEND=testcontainers
-exec npx vitest run --maxWorkers 2 test/integration/containers-backend.test.ts test/integration/lock.test.ts test/chaos/chaos-containers.test.ts "$@"
+export QUORUMLOCK_TEST_WORKERS=2 # two files at a time, as vitest.config.ts says
+exec npx vitest run test/integration/containers-backend.test.ts test/integration/lock.test.ts test/chaos/chaos-containers.test.ts "$@"

@@ -42,7 +42,7 @@ describe('run: when the lock is not had', () => {
   });
 
   it('names the cause and the host: connection refused for members nobody listens on, no ioredis retry text', async () => {
-    const [p1, p2, p3] = await closedPorts(3);
+    const [p1, p2, p3] = closedPorts(3);
     const allDown = await cli([
       'run',
       '--members',
@@ -305,7 +305,7 @@ describe('member states and wait reasons, in words', () => {
 describe('status: partial reads', () => {
   it('with 2 of 3 members unreachable, says free on 1 of 3 and 2 unreachable, not free everywhere', async () => {
     const live = t.masters[1]!;
-    const [down1, down2] = await closedPorts(2);
+    const [down1, down2] = closedPorts(2);
     const partial = `redis://127.0.0.1:${down1},redis://${live.host}:${live.port},redis://127.0.0.1:${down2}`;
     const { code, stdout } = await cli(['status', 'partial', '--members', partial, '--timeout', '500ms']).done;
     expect(code).toBe(69);
@@ -436,7 +436,7 @@ describe('run: flock(1) parity', () => {
     const down = await cli([
       'run',
       '--members',
-      `redis://127.0.0.1:${(await closedPorts(1))[0]}`,
+      `redis://127.0.0.1:${closedPorts(1)[0]}`,
       '--resource',
       'conflict-code',
       '--ttl',

@@ -181,7 +181,7 @@ describe('a Sentinel group, a Cluster and a plain master as the members', () => 
 
     // Brand new: the group and the cluster have no epochs yet (the plain master was trusted).
     // The cluster's trust is 32,768 calls: past the default 10 s on two loaded cores once.
-    const trusted = await cli(['trust', '--yes', '--json', '--timeout', '40s', '--members', members]).done;
+    const trusted = await cli(['trust', '--yes', '--json', '--timeout', '25s', '--members', members]).done;
     expect(trusted.stderr).toBe('');
     expect(trusted.code).toBe(0);
     const results = (JSON.parse(trusted.stdout) as { members: { member: string; trusted: boolean }[] }).members;

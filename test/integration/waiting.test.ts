@@ -166,15 +166,19 @@ describe('waiting in line', () => {
 
   it('a waiter that vanished without leaving loses its place when its lease runs out', async () => {
     const resource = fresh('crashed');
-    const holder = await client().acquire(resource, 10_000);
+    // 30 s: the holder outlives a cold CLI start on loaded cores (it is released below).
+    const holder = await client().acquire(resource, 30_000);
     // A process that waits in line and is killed: all its connections close without a word, its
     // subscriber's too. (Disconnecting a waiter's clients in this process left its subscriber
     // listening: a release then rightly handed it the lock, and it held it.)
     const members = servers.masters.map((master) => `redis://${master.host}:${master.port}`).join(',');
     const crashed = runCli(members, resource, '10s', 'console.log("ran")', ['--wait', '30s']);
-    await eventually(async () => expect(onMajority((await inLine(resource)).map((count) => count > 0))).toBe(true)); // in line, first, on a majority
-    crashed.child.kill('SIGKILL');
-    expect((await crashed.done).stdout).toBe('');
+    try {
+      await eventually(async () => expect(onMajority((await inLine(resource)).map((count) => count > 0))).toBe(true), 15_000); // in line, first, on a majority
+    } finally {
+      crashed.child.kill('SIGKILL');
+    }
+    expect(await crashed.done).toMatchObject({ signal: 'SIGKILL', stdout: '' });
     const next = client({ retryDelay: 100, retryJitter: 0, retryCount: Infinity }).acquire(resource, 10_000, { waitTimeout: 10_000 });
     await sleep(50);
     await holder.release();

@@ -80,4 +80,4 @@ it('one master of the GLIDE Cluster that may evict makes that member not count',
   } finally {
     admin.disconnect();
   }
-}, 30_000);
+}, 60_000);
