@@ -13,7 +13,7 @@
  */
 import { parseArgs } from 'node:util';
 import { median, rotation, turn } from './lib.js';
-import { withFloorAndNodeRedlock } from './peers.js';
+import { floorAndNodeRedlock, withLockers } from './peers.js';
 import { from } from './quorumlock.js';
 
 const { values } = parseArgs({
@@ -28,7 +28,7 @@ const turns = Number(values.turns);
 const cycles = Number(values.cycles);
 const levels = values.levels.split(',').map(Number);
 
-await withFloorAndNodeRedlock(async (lockers) => {
+await withLockers(floorAndNodeRedlock, async (lockers) => {
   let key = 0;
   console.log(
     `quorumlock from ${from}; five local masters, ${turns} turns${values.bounded ? ', each operation bounded as in figure 2' : ''}; medians (all turns' client CPU in brackets)`,

@@ -10,14 +10,14 @@
  */
 import { parseArgs } from 'node:util';
 import { forceGc, median } from './lib.js';
-import { withFloorAndNodeRedlock } from './peers.js';
+import { floorAndNodeRedlock, withLockers } from './peers.js';
 
 const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '512' }, samples: { type: 'string', default: '5' } } });
 const concurrency = Number(values.concurrency);
 if (forceGc === undefined) throw new Error('bench:live needs a forced GC (--expose-gc could not be set)');
 const gc = forceGc;
 
-await withFloorAndNodeRedlock(async (lockers) => {
+await withLockers(floorAndNodeRedlock, async (lockers) => {
   let key = 0;
   console.log(`five local masters, ${concurrency} cycles in flight; live heap per cycle in flight (median of ${values.samples}, all in brackets)`);
   for (const [name, locker] of lockers) {

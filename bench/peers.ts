@@ -658,21 +658,17 @@ export const LINE_HANDOFF_FLOOR: Peer = lineHandoffFloor;
 export const CLIENTS: readonly Peer[] = ALL.filter((p) => !REFERENCES.includes(p.name));
 
 /**
- * bench:cpu's and bench:live's three: the checked floor, quorumlock and node-redlock 4, each at its
- * defaults, on one ioredis client per master of five new local masters (trusted). `run` gets them
- * by name; afterwards they are closed and the masters stopped.
+ * Five new local masters, one ioredis client per master (the members trusted), and the lockers
+ * `make` builds on those clients: `run` gets them by name; afterwards they are closed and the
+ * masters stopped (bench:batching, bench:cpu, bench:live).
  */
-export async function withFloorAndNodeRedlock(run: (lockers: [string, Locker][]) => Promise<void>): Promise<void> {
+export async function withLockers(make: (clients: Redis[]) => [string, Locker][], run: (lockers: [string, Locker][]) => Promise<void>): Promise<void> {
   const set = await processBackend.start(5);
   const clients = set.masters.map((m) => new Redis({ host: m.host, port: m.port }));
   try {
     await Promise.all(clients.map((c) => c.ping()));
     await new library.Redlock(clients).trustMembers();
-    const lockers: [string, Locker][] = [
-      ['checked floor', checkedFloor().create(clients)],
-      ['quorumlock', quorumlock.create(clients)],
-      ['node-redlock', nodeRedlock.create(clients)],
-    ];
+    const lockers = make(clients);
     await run(lockers);
     for (const [, locker] of lockers) await locker.close();
   } finally {
@@ -680,3 +676,10 @@ export async function withFloorAndNodeRedlock(run: (lockers: [string, Locker][])
     await set.stop();
   }
 }
+
+/** bench:cpu's and bench:live's three: the checked floor, quorumlock and node-redlock 4, each at its defaults. */
+export const floorAndNodeRedlock = (clients: Redis[]): [string, Locker][] => [
+  ['checked floor', checkedFloor().create(clients)],
+  ['quorumlock', quorumlock.create(clients)],
+  ['node-redlock', nodeRedlock.create(clients)],
+];
