@@ -341,10 +341,15 @@ describe('election chaos (short runs)', () => {
   // quarantine adds for elections is that such a lock quorum is never won at all (above), and
   // liveness: without it restarted members never count for fencing again.
   it('kill-restart without quarantine: a second candidate wins a lock quorum during a reign, and fencing alone refuses it a term', async () => {
-    const outcome = await run(killRestart, { seconds: 7, quarantine: false, proxied: true });
-    console.log(summary('control', outcome));
-    expect(outcome.faults.holderStillHolding).toBeGreaterThanOrEqual(1);
-    expect(outcome.unfenced.duringReign).toBeGreaterThanOrEqual(1);
-    expectSafe(outcome);
-  }, 40_000);
+    // The faults are random: a 7 s run reached the hazard (a lock quorum won inside a reign) in
+    // about 4 of 5 runs. Up to three runs until one reaches it, every run checked for safety.
+    let outcome: Outcome | undefined;
+    for (let runs = 0; runs < 3 && !(outcome && outcome.unfenced.duringReign > 0); runs++) {
+      outcome = await run(killRestart, { seconds: 7, quarantine: false, proxied: true });
+      console.log(summary('control', outcome));
+      expectSafe(outcome);
+    }
+    expect(outcome!.faults.holderStillHolding).toBeGreaterThanOrEqual(1);
+    expect(outcome!.unfenced.duringReign).toBeGreaterThanOrEqual(1);
+  }, 90_000);
 });
