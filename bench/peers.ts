@@ -14,8 +14,7 @@ import { createRedlock, IoredisAdapter, LockAcquisitionError } from 'redlock-uni
 import type { MasterSet } from '../test/harness/types.js';
 import { processBackend } from '../test/harness/process.js';
 import { EPOCH_KEY, resourceKeys } from '../src/store/keys.js';
-import { CORK_CALLS } from '../src/members/redis-member.js';
-import { BATCH_LIMIT } from '../src/members/batching.js';
+import { BATCH_LIMIT, CORK_CALLS } from '../src/members/batching.js';
 import { quorumlock as library } from './quorumlock.js';
 
 const { LockAcquireError, Redlock } = library;
@@ -151,7 +150,7 @@ export const checkedKeys = (resource: string): string[] => [...resourceKeys([res
 
 /**
  * Writes the calls a tick makes on `client` in one socket write, as quorumlock's members do
- * (src/members/redis-member.ts, #call): the first call in a tick corks the socket, the end of the
+ * (src/members/batching.ts, enter): the first call in a tick corks the socket, the end of the
  * tick uncorks it, and a long burst is uncorked every CORK_CALLS calls.
  */
 function corkTick(client: Redis): void {

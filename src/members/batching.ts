@@ -17,6 +17,11 @@
  *   copies its calls were made with: a NOSCRIPT fails each call, which marks the copies missing.
  * One batch per connection, shared by its members (as the binding is): the order holds on the
  * connection, not only per member.
+ *
+ * The connection's tick is kept here too, for every call of ours (batched or not): the tick's first
+ * call corks the socket where the adapter can (ioredis), and the tick's end sends the batch and
+ * uncorks, so the tick's calls share one write. One home, per connection: members of several
+ * Redlocks on one client share it, and a tick costs one nextTick however many calls it made.
  */
 import { nextTick } from 'node:process';
 import type { Connection } from '../clients/index.js';
@@ -26,6 +31,9 @@ import type { BoundCopies } from './binding.js';
 /** The most calls, and keys, in one batch: it runs as one script, which blocks its server while it runs. */
 export const BATCH_LIMIT = 64;
 const BATCH_KEYS = 640;
+
+/** Calls per socket write in a burst (enter). Each of our calls is 1 to 3 buffers for ioredis (the one adapter that corks). */
+export const CORK_CALLS = 256;
 
 interface Pending extends BatchCall {
   resolve(reply: unknown): void;
@@ -46,8 +54,13 @@ export class CallBatch {
   /** The calls made in this tick, in order, and the copies they were made with. */
   #calls: Pending[] = [];
   #keys = 0;
-  /** Whether a batched call was made in this tick: the first goes out alone, at once (see send). */
+  /** Whether a call of ours was made in this tick: its end is queued (enter). */
   #ticking = false;
+  /** Whether a batched call was made in this tick: the first goes out alone, at once (see send). */
+  #batching = false;
+  /** How to uncork the socket corked for this tick, if it is; and the calls written into it since. */
+  #uncork: (() => void) | undefined;
+  #corked = 0;
   #copies: BoundCopies | undefined;
   /**
    * Off for good after an ACL refused a batch for the keys of some of its calls: one call's
@@ -60,19 +73,38 @@ export class CallBatch {
   }
 
   /**
+   * Called before each call of ours on the connection, batched or not (RedisMember #call). The
+   * tick's first corks the socket until the tick ends. libuv writes at most 1024 buffers per
+   * writev: a burst of thousands of calls in one corked tick would go out a thousand per
+   * event-loop turn, so a burst is uncorked every CORK_CALLS calls: one write per CORK_CALLS
+   * calls, all in this tick, still in call order.
+   */
+  enter(): void {
+    if (!this.#ticking) {
+      this.#ticking = true;
+      nextTick(CallBatch.#endOfTick, this);
+      this.#uncork = this.#client.cork?.();
+      this.#corked = 0;
+    } else if (this.#uncork !== undefined && ++this.#corked >= CORK_CALLS) {
+      this.#corked = 0;
+      this.#uncork();
+      this.#uncork = this.#client.cork?.();
+    }
+  }
+
+  /**
    * Sends `script` with `keys` and `args` in this tick's batch, by `copies` (the bound copies the
-   * member's call would use): the reply or error its own EVALSHA would have given.
+   * member's call would use): the reply or error its own EVALSHA would have given. After enter().
    */
   send(copies: BoundCopies, script: Batched, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     if (this.#off) {
       this.flush(); // calls queued before the refusal was read go first
       return this.#alone(copies, { script, keys, args });
     }
-    // The tick's first call goes out alone, at once: one lock at a time pays nothing for batching.
-    // The calls after it in the tick join the batch, which goes out after it.
-    if (!this.#ticking) {
-      this.#ticking = true;
-      nextTick(CallBatch.#endOfTick, this);
+    // The tick's first batched call goes out alone, at once: one lock at a time pays nothing for
+    // batching. The calls after it in the tick join the batch, which goes out after it.
+    if (!this.#batching) {
+      this.#batching = true;
       return this.#alone(copies, { script, keys, args });
     }
     // A batch is one set of copies: a call made with others (rebound in this tick) starts a new one.
@@ -96,9 +128,14 @@ export class CallBatch {
     }
   }
 
+  /** The tick's batch first, so that it goes out in the same write as the rest; then the uncork. */
   static #endOfTick(batch: CallBatch): void {
     batch.#ticking = false;
+    batch.#batching = false;
     batch.flush();
+    const uncork = batch.#uncork;
+    batch.#uncork = undefined;
+    uncork?.();
   }
 
   /** Hands the batch to the client now (before a call that is not batched, and at the tick's end). */

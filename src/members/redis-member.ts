@@ -6,7 +6,6 @@
  * (serverTopology) and in members/cluster.ts for a Cluster; the rest is what all share: the
  * scripts, one ordered path for our calls, and the server watch.
  */
-import { nextTick } from 'node:process';
 import { connectionOf, type Connection, type MemberClient, type Subscription } from '../clients/index.js';
 import type { Logger } from '../diagnostics.js';
 import { BINDABLE, type Bindable, type ScriptName } from '../store/scripts.js';
@@ -93,9 +92,6 @@ export function serverTopology(client: Connection): Topology {
   };
 }
 
-/** Calls per socket write in a burst (#call). Each of our calls is 1 to 3 buffers for ioredis (the one adapter that corks). */
-export const CORK_CALLS = 256;
-
 /**
  * One script call, as data: which script, its keys and its arguments, and for a write the epoch
  * hash it is bound to (#write fills in the epoch id: members/epochs.ts).
@@ -176,10 +172,6 @@ export class RedisMember implements Member {
     return this.#epochs.bind<T>(command.epochKey, (epochId, failed) => this.#call(command, epochId, decode, failed), open);
   }
 
-  /** How to uncork the socket corked for the current tick (see #call), if any, and the calls written into it. */
-  #uncork: (() => void) | undefined;
-  #corkedCalls = 0;
-
   /**
    * Sends one of our scripts. Every call takes the same path, the connection's ordered one
    * (clients/connection.ts, script), so calls reach the member in the order they were made: a
@@ -187,8 +179,8 @@ export class RedisMember implements Member {
    * relies on it). An earlier version wrote some calls through ioredis' auto-pipelining queue,
    * which flushes later: a direct release then overtook its own acquire and left the key behind
    * (docs/internals.md#auto-pipelining). Where the library writes on one socket (ioredis), the
-   * first call in a tick corks it and the end of the tick uncorks it, so the tick's calls share
-   * one write syscall; with bound copies, its acquires and releases share one script call too (a
+   * first call in a tick corks it and the end of the tick uncorks it (the connection's tick:
+   * batching.ts, enter), so the tick's calls share one write syscall; with bound copies, its acquires and releases share one script call too (a
    * batch: batching.ts), and any other call sends the batch before it.
    *
    * The reply is settled here, in the call's one reaction: `decode` (the reply as it is when
@@ -201,15 +193,7 @@ export class RedisMember implements Member {
     decode?: (reply: R) => T | Promise<T>,
     failed?: (error: unknown) => T | Promise<T>,
   ): Promise<T> {
-    // libuv writes at most 1024 buffers per writev: a burst of thousands of calls in one corked
-    // tick would go out a thousand per event-loop turn. Uncorking every CORK_CALLS calls keeps a
-    // burst one write per CORK_CALLS calls, all in this tick, still in call order.
-    if (this.#uncork !== undefined && ++this.#corkedCalls >= CORK_CALLS) {
-      this.#corkedCalls = 0;
-      this.#uncork();
-      this.#uncork = this.#client.cork?.();
-    }
-    if (this.#uncork === undefined) this.#corkFor();
+    this.#batch.enter();
     const copies = script in BINDABLE ? this.#boundCopies() : undefined;
     const allKeys = epochKey === undefined ? keys : keysWithEpoch(keys, epochKey);
     const allArgs = epochKey === undefined ? args : [epochId!, ...args];
@@ -233,22 +217,6 @@ export class RedisMember implements Member {
       if (error?.message?.includes('NOSCRIPT')) this.#binding.missing(sha);
       if (failed === undefined) throw error;
       return failed(error);
-    });
-  }
-
-  /** Corks the connection's socket until the end of the tick, where the adapter can (ioredis). */
-  #corkFor(): void {
-    const uncork = this.#client.cork?.();
-    if (uncork === undefined) return;
-    this.#uncork = uncork;
-    this.#corkedCalls = 0;
-    nextTick(() => {
-      // The tick's batch first (batching.ts), so that it goes out in the same write as the rest.
-      this.#batch.flush();
-      // The uncork every CORK_CALLS calls in #call may have corked again: uncork whatever is corked now.
-      const now = this.#uncork;
-      this.#uncork = undefined;
-      now?.();
     });
   }
 

@@ -15,7 +15,7 @@ export interface Topology {
   everyEpochKey(): readonly string[];
   /** Reads what the server says about itself; undefined when the client cannot (a stand-in). */
   readonly readFacts: (() => Promise<ServerFacts>) | undefined;
-  /** Our calls share one socket, which RedisMember may cork for a tick (not a Cluster's). */
+  /** Our calls share one socket, which our calls may cork for a tick (batching.ts) (not a Cluster's). */
   readonly oneSocket: boolean;
   /**
    * The run ids of the server processes that hold the member's data now (a Cluster's master
