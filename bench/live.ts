@@ -51,7 +51,11 @@ async function kindsNow(): Promise<Kinds> {
 
 function printKinds(busy: Kinds, idle: Kinds): void {
   const rows = [...busy]
-    .map(([label, { bytes, count }]) => ({ label, bytes: (bytes - (idle.get(label)?.bytes ?? 0)) / concurrency, count: (count - (idle.get(label)?.count ?? 0)) / concurrency }))
+    .map(([label, { bytes, count }]) => ({
+      label,
+      bytes: (bytes - (idle.get(label)?.bytes ?? 0)) / concurrency,
+      count: (count - (idle.get(label)?.count ?? 0)) / concurrency,
+    }))
     .sort((a, b) => b.bytes - a.bytes);
   const total = rows.reduce((sum, row) => sum + row.bytes, 0);
   console.log(`  by kind (heap snapshot, ${(total / 1024).toFixed(1)} KB per cycle in flight):`);
