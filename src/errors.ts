@@ -338,7 +338,8 @@ export function unknownOptionError(name: string, message: string): UnknownOption
 /**
  * How one attempt ended:
  * - 'taken': at least one member holds the resource for another owner, and quorum was not reached;
- * - 'unavailable': not enough members answered (timeouts, errors) for a quorum;
+ * - 'unavailable': not enough members answered (timeouts, errors) for a quorum (in the acquire
+ *   round, or, fenced, in the fence round after it);
  * - 'quarantined': enough answered, but too many of them are in quarantine (their data is younger
  *   than maxLockTtl: restarted, flushed or new; or not a master);
  * - 'unfenced': locked, but no fencing token could be issued (too few members with trusted counters);

@@ -8,7 +8,7 @@ import { channels } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
 import type { AcquireRequest, AcquireVote, Member, Open } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
-import { fenceToken, type Fence, type FenceView } from './fence.js';
+import { fenceToken, type Fence, type FenceView, type Unfenced } from './fence.js';
 import { rollback } from './release.js';
 import { isLocked, runRound, type RoundResult } from './round.js';
 import { memberStamp, sharedName, type HandoverRequest, type Waiter } from '../store/protocol.js';
@@ -130,8 +130,10 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
   let heardAll: (() => void) | undefined;
   const everyAnswer = fencing ? new Promise<void>((resolve) => (heardAll = resolve)) : undefined;
   const held = { members, quorum, settings, resources, value };
+  /** When a lock whose round started at `startedAt` stops being valid: ttl less the drift. */
+  const validUntil = (startedAt: number) => deadlineOf(startedAt, ttl, driftMs(ttl, settings.driftFactor));
   let round: RoundResult<LockAnswer>;
-  let fenced: Fence | undefined;
+  let fenced: Fence | Unfenced | undefined;
   try {
     round = await runRound<LockAnswer, AcquireVote>({
       operation: 'acquire',
@@ -157,7 +159,7 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
       // often never synced, and a rolling restart ran out of trusted counters.
       await Promise.race([everyAnswer, clock.sleep(settings.nodeTimeout)]);
       await new Promise((resolve) => setImmediate(resolve));
-      fenced = await fenceToken(Object.assign({}, held, { signal }), view);
+      fenced = await fenceToken(Object.assign({}, held, { until: validUntil(round.startedAt), signal }), view);
     }
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.
@@ -166,14 +168,15 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
   }
   // Read the clock again now, not at the decision: a lock is never handed out once its validity
   // is gone, however the time between the decision and here was spent (the fence round included).
-  const deadline = deadlineOf(round.startedAt, ttl, driftMs(ttl, settings.driftFactor));
+  const deadline = validUntil(round.startedAt);
   const validityMs = deadline - clock.now();
-  const fence = fenced?.token;
+  const fence = typeof fenced === 'object' ? fenced.token : undefined;
   if (round.won && validityMs > 0 && (!fencing || fence !== undefined)) {
     // Established within the validity: now the members that did not take it may get it.
-    fenced?.sync();
+    if (typeof fenced === 'object') fenced.sync();
     return { won: true, value, round, votes: round.votes, deadline, fence };
   }
-  const outcome = round.won && validityMs > 0 ? 'unfenced' : failureOutcome(round.won, round.votes);
+  // Locked, but no token: for want of trusted counters ('unfenced') or of answers ('unavailable': fence.ts).
+  const outcome = round.won && validityMs > 0 ? (typeof fenced === 'string' ? fenced : 'unfenced') : failureOutcome(round.won, round.votes);
   return { won: false, outcome, round, validityMs, rollback: rollback(held, round.votes) };
 }

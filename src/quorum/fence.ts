@@ -1,6 +1,7 @@
 /**
  * Fencing tokens: one more round after a lock is won, on the same members.
  */
+import type { AttemptOutcome } from '../errors.js';
 import type { FenceReply, Member } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { isShared } from '../store/protocol.js';
@@ -28,6 +29,8 @@ export interface FencedLock {
   settings: Pick<Settings, 'nodeTimeout' | 'clock'>;
   resources: readonly string[];
   value: string;
+  /** When the lock's validity ends (a clock reading): no propose round is sent after it. */
+  until: number;
   signal?: AbortSignal | undefined;
 }
 
@@ -40,6 +43,14 @@ export interface Fence {
    */
   sync(): void;
 }
+
+/**
+ * How an attempt that locked but got no token ends (its outcome): 'unfenced', too few members
+ * with trusted counters (members that lost their data: a sync or an operator's trust makes them
+ * count again), or outbid until the tries ran out; 'unavailable', too few answered at all
+ * (timeouts, errors) while the tries lasted.
+ */
+export type Unfenced = Extract<AttemptOutcome, 'unfenced' | 'unavailable'>;
 
 /**
  * The fencing token, one round after the lock is won: propose one more than every counter read
@@ -75,17 +86,27 @@ export interface Fence {
  * members loses its data at once; then Redlock.restoreFencing() is the operator's way back
  * (README, "Fencing").
  */
-export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): Promise<Fence | undefined> {
-  const { members, quorum, settings, resources, value, signal } = lock;
+export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): Promise<Fence | Unfenced> {
+  const { members, quorum, settings, resources, value, until, signal } = lock;
   const { readings, epochs } = view;
   // `readings` has holes where members were not waited for: for...of reads them as undefined.
   let proposed = 1;
   for (const reading of readings) if (reading) proposed = Math.max(proposed, reading.highest + 1);
   // Readers do not exclude each other, so many may propose on one counter at once and outbid one
-  // another; each try is one round, and the validity is checked after (attempt.ts).
-  const maxTries = isShared(value) ? 12 : 3;
-  for (let tries = 0; tries < maxTries; tries++) {
+  // another: all propose the same next value, and a round admits about one of them. A reader
+  // outbid proposes again for as long as its lock is valid, each time above the highest counter
+  // it saw by a random step whose range doubles with each loss (a backoff on the counter: 30
+  // readers at once all got a token, where 12 tries each let 14 of them in). Tokens need only
+  // increase, not be dense. A writer is outbid only by a straggler's sync: three tries. A round
+  // lost for want of answers is tried again likewise. The validity is checked after (attempt.ts):
+  // a reader that tried until it ran out fails as 'expired'.
+  const shared = isShared(value);
+  const maxTries = shared ? Infinity : 3;
+  let unfenced: Unfenced = 'unavailable';
+  for (let tries = 0; tries < maxTries && settings.clock.now() < until; tries++) {
     let highest = 0;
+    // Answers that refused for a counter not trusted (or a lock no longer ours here).
+    let untrusted = 0;
     // The epochs a sync after this round may go to: those known before it is sent.
     const knownBefore = [...epochs];
     // What this round's answers say of each member's counters: max, where its epoch is complete.
@@ -97,6 +118,7 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
       send: (member, index, open) => member.fence(resources, { value, token: proposed, mode: 'propose', epoch: epochs[index] ?? '' }, open),
       answer: (reply, index, member) => {
         highest = Math.max(highest, reply.highest);
+        if (!reply.raised && !reply.trusted) untrusted++;
         if (reply.complete && member.notCounting === undefined) completeMax[index] = reply.max;
         return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
       },
@@ -121,8 +143,12 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
       };
       return { token, sync };
     }
-    if (highest < proposed) return undefined; // not outbid: too few members with trusted counters
-    proposed = highest + 1;
+    const outbid = highest >= proposed;
+    if (!outbid && untrusted > 0) return 'unfenced'; // too few members with trusted counters
+    unfenced = outbid ? 'unfenced' : 'unavailable';
+    // Above what was seen and above this proposal: members that took it in the lost round
+    // (outbid or not) would refuse it again.
+    proposed = Math.max(highest, proposed) + 1 + (shared ? Math.floor(Math.random() * 2 ** Math.min(tries + 1, 16)) : 0);
   }
-  return undefined;
+  return unfenced;
 }

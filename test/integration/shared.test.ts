@@ -257,6 +257,25 @@ describe('shared locks', () => {
     await w2.release();
   });
 
+  it('gives each of many readers arriving at once its own token, in one attempt each (readers outbid by readers propose again)', async () => {
+    const resource = fresh('shared-fence-crowd');
+    // Six Redlocks (as six processes would be), 30 readers, no retries: every reader's acquire round
+    // wins (readers do not exclude each other), and all of them propose the same next token at first.
+    const redlocks = Array.from({ length: 6 }, () => new Redlock(servers.connect(), { retryCount: 0 }));
+    const settled = await Promise.allSettled(
+      Array.from({ length: 30 }, (_, i) => redlocks[i % redlocks.length]!.acquire(resource, 10_000, { shared: true, fencing: true })),
+    );
+    const locks = settled.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    const failures = settled.flatMap((result) => (result.status === 'rejected' ? [(result.reason as Error).message] : []));
+    expect(failures).toEqual([]);
+    expect(new Set(locks.map((lock) => lock.fence)).size).toBe(30);
+    await Promise.all(locks.map((lock) => lock.release()));
+    const writer = await redlocks[0]!.acquire(resource, 10_000, { fencing: true });
+    expect(writer.fence).toBeGreaterThan(Math.max(...locks.map((lock) => lock.fence!)));
+    await writer.release();
+    await Promise.all(redlocks.map((redlock) => redlock.quit()));
+  });
+
   it('rolls back on every member when a shared acquire fails, and names each vote', async () => {
     const resource = fresh('shared-rollback');
     // Another owner's lock key on three of five members: a reader can win only two.

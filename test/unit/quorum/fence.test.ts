@@ -85,11 +85,11 @@ describe('fenceToken', () => {
     const fence = await settle(
       clock,
       fenceToken(
-        { members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v' },
+        { members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', until: Infinity },
         { readings: stale, epochs: members.map((member) => member.epoch) },
       ),
     );
-    expect(fence?.token).toBe(6);
+    expect(typeof fence === 'object' && fence.token).toBe(6);
     for (const member of members) expect(member.callsOf('fence').map((call) => call.token)).toEqual([2, 6]);
   });
 
@@ -100,10 +100,33 @@ describe('fenceToken', () => {
     const readings = members.map(() => ({ highest: 5, trusted: true }));
     const fence = await settle(
       clock,
-      fenceToken({ members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v' }, { readings, epochs: [] }),
+      fenceToken(
+        { members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', until: Infinity },
+        { readings, epochs: [] },
+      ),
     );
-    expect(fence).toBeUndefined();
+    expect(fence).toBe('unfenced');
     expect(members.map((member) => member.counters.get('r'))).toEqual([6, 5, 5]);
+  });
+
+  it("tries a round lost for want of answers again, above what the member that answered took, and ends 'unavailable', not 'unfenced'", async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 5 } }));
+    for (const member of members) member.hold('r', 'v', 10_000);
+    // Two of three stop answering after the acquire round: no trust problem, no answers.
+    members[1]!.failure = 'down';
+    members[2]!.failure = 'down';
+    const readings = members.map(() => ({ highest: 5, trusted: true }));
+    const fence = await settle(
+      clock,
+      fenceToken(
+        { members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', until: Infinity },
+        { readings, epochs: [] },
+      ),
+    );
+    expect(fence).toBe('unavailable');
+    expect(members[0]!.callsOf('fence').map((call) => call.token)).toEqual([6, 7, 8]);
+    expect(members[0]!.counters.get('r')).toBe(8);
   });
 
   it('a fence round that uses up the validity hands out no lock', async () => {
