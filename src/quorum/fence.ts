@@ -146,9 +146,16 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
     const outbid = highest >= proposed;
     if (!outbid && untrusted > 0) return 'unfenced'; // too few members with trusted counters
     unfenced = outbid ? 'unfenced' : 'unavailable';
-    // Above what was seen and above this proposal: members that took it in the lost round
-    // (outbid or not) would refuse it again.
-    proposed = Math.max(highest, proposed) + 1 + (shared ? Math.floor(Math.random() * 2 ** Math.min(tries + 1, 16)) : 0);
+    proposed = nextProposal(Math.max(highest, proposed), shared, tries);
   }
   return unfenced;
+}
+
+/**
+ * The proposal after a lost round: above `seen`, the highest counter answered and the lost
+ * proposal (members that took it would refuse it again); a reader adds a random step whose range
+ * doubles with each loss, so that readers outbid together stop colliding.
+ */
+function nextProposal(seen: number, shared: boolean, losses: number): number {
+  return seen + 1 + (shared ? Math.floor(Math.random() * 2 ** Math.min(losses + 1, 16)) : 0);
 }
