@@ -6,7 +6,7 @@ import type { FenceReply, Member } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
 import { isShared } from '../store/protocol.js';
 import { isLocked, runRound } from './round.js';
-import type { LockAnswer } from './votes.js';
+import type { LockAnswer, MemberVote } from './votes.js';
 
 /** What a member's acquire answer said about the lock's fence counters; undefined where it was not read. */
 export type FenceReading = { highest: number; trusted: boolean } | undefined;
@@ -128,27 +128,35 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
       clock: settings.clock,
       signal,
     });
-    if (round.won) {
-      const token = proposed;
-      const sync = () => {
-        // The floor for members whose epoch is not complete: the max over a quorum of complete
-        // members, read in this round (sent after their epochs were known past quarantine).
-        const maxima = completeMax.filter((max): max is number => max !== undefined);
-        const floor = maxima.length >= quorum ? Math.max(token, ...maxima) : undefined;
-        members.forEach((member, index) => {
-          const epoch = knownBefore[index];
-          const settled = round.votes[index]!.vote === 'locked' && completeMax[index] !== undefined;
-          if (epoch !== undefined && !settled) member.fence(resources, { value, token, mode: 'sync', epoch, floor }).catch(() => undefined);
-        });
-      };
-      return { token, sync };
-    }
+    if (round.won) return { token: proposed, sync: () => sync(lock, proposed, { knownBefore, completeMax, votes: round.votes }) };
     const outbid = highest >= proposed;
     if (!outbid && untrusted > 0) return 'unfenced'; // too few members with trusted counters
     unfenced = outbid ? 'unfenced' : 'unavailable';
     proposed = nextProposal(Math.max(highest, proposed), shared, tries);
   }
   return unfenced;
+}
+
+/** What the winning propose round knew: the epochs known before it was sent, each complete member's max, its votes. */
+interface WinningRound {
+  knownBefore: readonly (string | undefined)[];
+  completeMax: readonly (number | undefined)[];
+  votes: readonly MemberVote<LockAnswer>[];
+}
+
+/**
+ * The sync of `token` to the members whose epoch was known before the winning round was sent and
+ * that did not settle in it. Their floor, where their epoch is not complete: the max over a quorum
+ * of complete members, read in that round (sent after their epochs were known past quarantine).
+ */
+function sync({ members, quorum, resources, value }: FencedLock, token: number, { knownBefore, completeMax, votes }: WinningRound): void {
+  const maxima = completeMax.filter((max): max is number => max !== undefined);
+  const floor = maxima.length >= quorum ? Math.max(token, ...maxima) : undefined;
+  members.forEach((member, index) => {
+    const epoch = knownBefore[index];
+    const settled = votes[index]!.vote === 'locked' && completeMax[index] !== undefined;
+    if (epoch !== undefined && !settled) member.fence(resources, { value, token, mode: 'sync', epoch, floor }).catch(() => undefined);
+  });
 }
 
 /**
