@@ -201,6 +201,11 @@ export interface MemberVote<Answer extends string = LockAnswer | ExtendAnswer> {
   };
 }
 
+/** A vote's notCounting when its member is the same server as `member`, another member: one failure domain, counted once. */
+export const sameServerAs = (member: string): string => `the same server as ${member}`;
+/** Whether a vote's notCounting says its member is the same server as another (sameServerAs). */
+export const isSameServer = (notCounting: string | undefined): boolean => notCounting?.startsWith(sameServerAs('')) ?? false;
+
 const votePhrases: Record<string, string> = {
   locked: 'locked',
   taken: 'held by another owner',
@@ -399,7 +404,7 @@ export class LockAcquireError extends QuorumlockError {
         ? ': members whose data is younger than maxLockTtl (restarted, flushed or new) do not count until it has passed; if they are brand new, declare them trusted with redlock.trustMembers()'
         : ': members that never count cannot make a quorum, and trusting them would not change that: fix what their reason names, or lock on other members',
       unfenced:
-        ': locked, but too few members have trusted fence counters to issue a token (members that lost their data do not count until a token is written to them; a brand-new deployment declares its members with redlock.trustMembers())',
+        ': locked, but too few members have trusted fence counters to issue a token (a member that lost its data counts again once a token is written to it; after a majority lost its data at once, an operator names a floor at or above every token issued: redlock.restoreFencing(floor); only a brand-new deployment declares its members with redlock.trustMembers())',
     };
     const what = last ? `${describeVotes(last.votes)}${hints[last.outcome] ?? ''}` : 'no attempt fit in the wait budget';
     const count = `${attempts.length} attempt${attempts.length === 1 ? '' : 's'}`;

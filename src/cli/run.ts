@@ -2,6 +2,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { LockAcquireError, LockExtendError, LockLostError, Redlock, type Lock } from '../index.js';
+import { isSameServer } from '../errors.js';
 import { keepExtended } from '../lock/keep-extended.js';
 import { checkExtendThreshold, minTtl } from '../options/check.js';
 import { defaults } from '../options/settings.js';
@@ -331,8 +332,15 @@ function acquireReason(error: LockAcquireError, options: RunOptions, quarantineA
         : `${name}: it is held by another owner. To wait in line for it instead, add --wait <duration>, e.g. --wait 5m`;
     case 'unavailable':
       return `${name}: too few members answered for a quorum (${quorum} of ${count} needed; ${tries})`;
-    case 'quarantined':
+    case 'quarantined': {
+      // One server under two names is one failure domain: no wait and no trust makes it count twice.
+      const duplicates = (error.attempts.at(-1)?.votes ?? []).filter((vote) => isSameServer(vote.notCounting));
+      if (duplicates.length > 0)
+        return `${name}: too few members count toward a quorum (${quorum} of ${count} needed): ${duplicates.map((vote) => `${vote.member} is ${vote.notCounting}`).join('; ')}. List each server once (QUORUMLOCK_MEMBERS, --members)`;
       return `${name}: too few members count toward a quorum (${quorum} of ${count} needed): members whose data is younger than --max-lock-ttl (restarted, flushed or new) count only once it has passed; ${quarantineAdvice ?? 'see quorumlock members'}`;
+    }
+    case 'unfenced':
+      return `${name}: locked, but too few members have trusted fence counters to issue a token (--fencing). A member restarted empty counts again once a fenced lock is taken while a quorum of the others is trusted; if a majority lost its data at once, run quorumlock restore-fencing --floor N, with N at or above every token ever issued (not quorumlock trust: docs/operations.md)`;
     default:
       return error.message;
   }

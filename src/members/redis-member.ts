@@ -43,7 +43,7 @@ import type { ExtendCall, FenceCall, LeaveCall, Member, Open, ReleaseCall } from
 import type { Topology } from './topology.js';
 import { watchServer, type ServerWatch } from './watch.js';
 import { epochBookOf, type EpochBook, type EpochReader } from './epochs.js';
-import { codes, epochTooNewError, notMasterError } from '../errors.js';
+import { codes, epochTooNewError, notMasterError, sameServerAs } from '../errors.js';
 import { serverFacts } from '../store/server.js';
 import type { Clock } from '../clock/index.js';
 import { hearingOf, type Hearing } from './hearing.js';
@@ -296,7 +296,7 @@ export class RedisMember implements Member {
   }
 
   get notCounting(): string | undefined {
-    if (this.#duplicateOf !== undefined) return `the same server as ${this.#duplicateOf}`;
+    if (this.#duplicateOf !== undefined) return sameServerAs(this.#duplicateOf);
     return this.#server.why;
   }
 

@@ -35,7 +35,7 @@
 import { nextTick } from 'node:process';
 import { onAbort, type Clock } from '../clock/index.js';
 import { channels } from '../diagnostics.js';
-import { QuorumlockError } from '../errors.js';
+import { QuorumlockError, sameServerAs } from '../errors.js';
 import type { Member, Open } from '../members/member.js';
 import type { Answered, LockAnswer, MemberVote } from './votes.js';
 
@@ -289,7 +289,7 @@ class Round<Answer extends string, Reply> {
     const yes = vote.vote !== 'error' && vote.vote !== 'timeout' && vote.notCounting === undefined && this.#spec.counts(vote.vote as Answer);
     const server = yes ? member.serverId : undefined;
     const counted = server === undefined ? undefined : this.#servers?.get(server);
-    if (counted !== undefined) vote.notCounting = `the same server as ${counted}`;
+    if (counted !== undefined) vote.notCounting = sameServerAs(counted);
     else if (server !== undefined) (this.#servers ??= new Map()).set(server, member.id);
     if (yes && counted === undefined) this.#yesCount++;
     else this.#noCount++;

@@ -145,6 +145,16 @@ describe('run', () => {
     // fallback exit would show here).
     expect(ms).toBeLessThan(4000);
   });
+
+  it('names a server listed twice (two databases of one server) as the reason, not a quarantine to wait out', async () => {
+    const { host, port } = t.masters[0]!;
+    const twice = `redis://${host}:${port}/0,redis://${host}:${port}/1`;
+    const { code, stderr } = await cli(['run', '--members', twice, '--resource', 'twice', '--ttl', '2s', ...nodeCommand('console.log("ran")')]).done;
+    expect(code).toBe(69);
+    // Either may be named the duplicate: the one whose yes came second, or the one marked.
+    expect(stderr).toMatch(new RegExp(`${host}:${port}/[01] is the same server as ${host}:${port}/[01]\\. List each server once`));
+    expect(stderr).not.toMatch(/younger than --max-lock-ttl/);
+  });
 });
 
 describe('status', () => {
@@ -295,5 +305,21 @@ describe('restore-fencing', () => {
     ]).done;
     expect(ran.code).toBe(0);
     expect(Number(/fence=(\d+)/.exec(ran.stdout)![1])).toBeGreaterThan(5000);
+  });
+
+  // Last in the file: it leaves two members in a quarantine as long as the default --max-lock-ttl.
+  it('a fenced run after a majority lost its data says to restore fencing, not to trust (69)', async () => {
+    const fenced = ['run', '--fencing', '--members', members, '--resource', 'unfenced', '--ttl', '500ms', '--max-lock-ttl', '1s', ...nodeCommand('')];
+    expect((await cli(fenced).done).code).toBe(0);
+    // Two of three lose their data (their epochs and fence counters): after their quarantine they
+    // count for the lock, but their counters are not trusted, and one trusted member is no quorum.
+    await Promise.all(t.clients.slice(1).map((client) => client.del('quorumlock:epoch')));
+    expect((await cli(fenced).done).code).toBe(69); // their quarantine begins
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const refused = await cli(fenced).done;
+    expect(refused.code).toBe(69);
+    expect(refused.stderr).toMatch(/locked, but too few members have trusted fence counters/);
+    expect(refused.stderr).toMatch(/run quorumlock restore-fencing --floor N/);
+    expect(refused.stderr).not.toMatch(/trustMembers/);
   });
 });
