@@ -1,6 +1,7 @@
 /**
  * Why `elect` is not elected yet: another candidate leads, members sit out their restart
- * quarantine, or members do not answer. Read from the campaign's acquire votes (the library's
+ * quarantine, members do not answer, or the lock is won but too few members have a trusted fence
+ * counter to issue a term (after a majority lost its data: restore-fencing). Read from the campaign's acquire votes (the library's
  * 'quorumlock:vote' channel), judged once a round's answers are in (nodeTimeout after its first
  * vote), and told when the campaign starts waiting and whenever the reason changes (held for two
  * judgements in a row), not on every retry.
@@ -8,7 +9,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { MemberVote } from '../quorum/votes.js';
 import { formatMs } from './duration.js';
-import { memberStates, waitCause, type Connection, type MemberState, type WaitCause } from './member-state.js';
+import { fenceCause, memberStates, waitCause, type Connection, type MemberState, type WaitCause } from './member-state.js';
 
 export interface CampaignWaitOptions {
   election: string;
@@ -35,18 +36,22 @@ function words(why: WaitCause): string {
       return `${members} in ${why.count === 1 ? 'its' : 'their'} restart quarantine${why.longestLeftMs === undefined ? ' (or not counting)' : ` (up to ${formatMs(why.longestLeftMs)} left)`}`;
     case 'unreachable':
       return `${members} not answering`;
+    case 'unfenced':
+      return `${members} without a trusted fence counter to issue a term (members that lost their data); if a majority lost its data at once, run quorumlock restore-fencing --floor N, with N at or above every term ever issued`;
   }
 }
 
 export function watchCampaign(options: CampaignWaitOptions): CampaignWait {
   const last = new Map<string, MemberVote<string>>();
+  /** Each member's answer to the latest fence round (a term's proposal). */
+  const fenced = new Map<string, MemberVote<string>>();
   let told: string | undefined;
   let seen: string | undefined;
   let judging: NodeJS.Timeout | undefined;
   const judge = () => {
     judging = undefined;
     const votes = [...last.values()];
-    const why = waitCause(votes);
+    const why = waitCause(votes) ?? fenceCause([...fenced.values()]);
     // The count is part of the reason (2 members down, then 1); a quarantine's time left is not.
     const key = why && `${why.cause} ${why.count}`;
     // Told once judged so twice in a row: a member coming back runs what queued up for it while
@@ -59,6 +64,7 @@ export function watchCampaign(options: CampaignWaitOptions): CampaignWait {
   };
   const listener = (message: unknown) => {
     const vote = message as MemberVote<string> & { operation: string };
+    if (vote.operation === 'fence') fenced.set(vote.member, vote);
     if (vote.operation !== 'acquire') return;
     last.set(vote.member, vote);
     // Every answer of a round is in within nodeTimeout of its first (a late one is a 'timeout').
@@ -70,6 +76,7 @@ export function watchCampaign(options: CampaignWaitOptions): CampaignWait {
       clearTimeout(judging);
       judging = undefined;
       last.clear();
+      fenced.clear();
       seen = undefined;
       const wasTold = told !== undefined;
       told = undefined;

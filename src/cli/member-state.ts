@@ -119,9 +119,13 @@ export function statesText(states: readonly MemberState[]): string {
   return states.map((state) => `  ${state.member}: ${state.state}`).join('\n');
 }
 
-/** Why a wait goes on: another owner holds the lock, members sit out their restart quarantine, or members do not answer. */
+/**
+ * Why a wait goes on: another owner holds the lock, members sit out their restart quarantine,
+ * members do not answer, or (fenced) the lock was won but members refused the token for want of a
+ * trusted counter.
+ */
 export interface WaitCause {
-  cause: 'held' | 'quarantined' | 'unreachable';
+  cause: 'held' | 'quarantined' | 'unreachable' | 'unfenced';
   /** How many members say so (for 'held': at least one). */
   count: number;
   /** 'quarantined': the longest quarantine left among them, ms (absent when unknown or endless: not counting). */
@@ -145,6 +149,16 @@ export function waitCause(votes: readonly Pick<MemberVote<string>, 'vote' | 'qua
   const silent = of('timeout', 'error').length;
   if (silent > 0) return { cause: 'unreachable', count: silent };
   return undefined;
+}
+
+/**
+ * Why a fenced wait goes on when the lock's own votes say nothing against it: the members that
+ * refused the last fence round's proposal (fence.lua: no trusted counter, as after losing their
+ * data), if any.
+ */
+export function fenceCause(fenceVotes: readonly Pick<MemberVote<string>, 'vote'>[]): WaitCause | undefined {
+  const refused = fenceVotes.filter((vote) => vote.vote === 'taken').length;
+  return refused > 0 ? { cause: 'unfenced', count: refused } : undefined;
 }
 
 const members = (count: number) => `${count} member${count === 1 ? '' : 's'}`;

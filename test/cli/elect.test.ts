@@ -193,3 +193,23 @@ describe('leader', () => {
     expect(braces.stderr).toMatch(/must not contain \{ or \}/);
   });
 });
+
+describe('elect after a majority lost its data', () => {
+  // Last in the file: it leaves two members restarted empty.
+  it('says that no term can be issued and names restore-fencing; once run, it leads with a term above the floor', async () => {
+    await Promise.all([t.masters[1]!.restart(), t.masters[2]!.restart()]);
+    // A quarantine of 1 s: past it the two count for the lock, but their fence counters are gone.
+    const candidate = elect('elect-unfenced', '1s', LEADER_SCRIPT, ['--json', '--max-lock-ttl', '1s']);
+    try {
+      const unfenced = await waitForEvent(candidate, (event) => event.event === 'waiting' && event.cause === 'unfenced');
+      expect(unfenced).toMatchObject({ reason: expect.stringMatching(/without a trusted fence counter .* run quorumlock restore-fencing --floor N/) });
+      const restored = await cli(['restore-fencing', '--floor', '1000', '--members', members]).done;
+      expect(restored.code).toBe(0);
+      await candidate.waitFor('leading');
+      expect(termsOf(candidate.stdout)[0]!.term).toBeGreaterThan(1000);
+    } finally {
+      candidate.child.kill('SIGTERM');
+      await candidate.done;
+    }
+  });
+});
