@@ -1,4 +1,5 @@
 /** `status`, `members` and `trust`: read-only views of the member set, and the operator's trust step. */
+import { sameServerAs } from '../errors.js';
 import { Redlock, quorumOf, systemClock } from '../index.js';
 import { formatMs } from './duration.js';
 import { EXIT } from './errors.js';
@@ -37,7 +38,7 @@ async function probeAll(options: InspectOptions, extra: { resource?: string; inf
   const connected = connect(options.members, { commandTimeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs }, options.tls);
   const pinged = barrier(connected.clients.length);
   try {
-    return await Promise.all(
+    const probes = await Promise.all(
       connected.clients.map((client, index) =>
         probe(client, options.members[index]!.name, {
           maxLockTtl: options.maxLockTtl,
@@ -49,9 +50,25 @@ async function probeAll(options: InspectOptions, extra: { resource?: string; inf
         }),
       ),
     );
+    return markDuplicates(probes);
   } finally {
     connected.close();
   }
+}
+
+/**
+ * A server listed twice (two addresses, two databases) is one failure domain: as in the library's
+ * rounds, the members after its first do not count, and say whose server they are.
+ */
+function markDuplicates(probes: MemberProbe[]): MemberProbe[] {
+  const first = new Map<string, string>();
+  for (const probe of probes) {
+    if (probe.server === undefined) continue;
+    const earlier = first.get(probe.server);
+    if (earlier === undefined) first.set(probe.server, probe.member);
+    else probe.notCounting ??= sameServerAs(earlier);
+  }
+  return probes;
 }
 
 function epochText(probe: MemberProbe): string {

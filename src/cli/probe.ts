@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Cluster } from './library.js';
 import type { MemberClient } from './members.js';
 import { EPOCH_FIELDS, EPOCH_KEY } from '../store/keys.js';
-import { serverFacts, whyNotCounting } from '../store/server.js';
+import { serverFacts, serverIdentity, whyNotCounting } from '../store/server.js';
 import { probeCluster } from './probe-cluster.js';
 import { epochOf, lockOf, message, msOf, readLock, unreachable, type MemberProbe, type ProbeOptions } from './readings.js';
 
@@ -29,12 +29,14 @@ export async function probe(client: MemberClient, member: string, options: Probe
       client.info(),
       options.resource === undefined ? Promise.resolve(undefined) : readLock(client, options.resource),
     ]);
-    const server = serverFacts(info);
-    result.role = server.role;
-    const why = whyNotCounting(server);
+    const facts = serverFacts(info);
+    result.role = facts.role;
+    const why = whyNotCounting(facts);
     if (why !== undefined) result.notCounting = why;
-    result.epoch = epochOf(epoch, server, msOf(time), options.maxLockTtl, options.fromRestart);
-    if (options.info) result.version = server.version;
+    const server = serverIdentity(facts);
+    if (server !== undefined) result.server = server;
+    result.epoch = epochOf(epoch, facts, msOf(time), options.maxLockTtl, options.fromRestart);
+    if (options.info) result.version = facts.version;
     if (lock !== undefined) result.lock = lockOf(lock);
   } catch (error) {
     result.error = message(error);

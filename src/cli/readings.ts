@@ -41,8 +41,10 @@ export interface MemberProbe {
   latencyMs?: number;
   /** ROLE; for a cluster 'master' when CLUSTER INFO says cluster_state:ok, else e.g. 'cluster_state:fail'. */
   role?: string;
-  /** Why this member would not count toward quorum though it answers (whyNotCounting: not a master, may evict lock keys). */
+  /** Why this member would not count toward quorum though it answers (whyNotCounting: not a master, may evict lock keys, the same server as another member). */
   notCounting?: string;
+  /** What names its server (serverIdentity: its run id), for the duplicate check (inspect.ts). */
+  server?: string;
   epoch?: EpochState;
   version?: string;
   /** status only. */

@@ -154,6 +154,11 @@ describe('run', () => {
     // Either may be named the duplicate: the one whose yes came second, or the one marked.
     expect(stderr).toMatch(new RegExp(`${host}:${port}/[01] is the same server as ${host}:${port}/[01]\\. List each server once`));
     expect(stderr).not.toMatch(/younger than --max-lock-ttl/);
+    // members says so too: the second name does not count (it said OK, all healthy).
+    const listed = await cli(['members', '--members', twice]).done;
+    expect(listed.code).toBe(69);
+    expect(listed.stdout).toMatch(new RegExp(`${host}:${port}/1 +UNHEALTHY .*the same server as ${host}:${port}/0`));
+    expect(listed.stdout).toMatch(/1 of 2 healthy masters, quorum 2: NOT ENOUGH/);
   });
 });
 
