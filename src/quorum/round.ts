@@ -266,10 +266,7 @@ class Round<Answer extends string, Reply> {
 
   #record(index: number, vote: MemberVote<Answer>): void {
     if (this.#closed) return; // a straggler after the decision changes nothing
-    // Counted first: the event then says whether it counts (a duplicate's notCounting). Checked
-    // first, as every publisher does: nothing is built for the event when nobody listens.
     this.#count(index, vote);
-    if (channels.vote.hasSubscribers) channels.vote.publish({ operation: this.#spec.operation, ...vote });
     this.#settleIfDecided();
   }
 
@@ -293,6 +290,10 @@ class Round<Answer extends string, Reply> {
     else if (server !== undefined) (this.#servers ??= new Map()).set(server, member.id);
     if (yes && counted === undefined) this.#yesCount++;
     else this.#noCount++;
+    // Every vote counted, a timeout too; after the counting, so that the event says whether it
+    // counts (a duplicate's notCounting). Checked first, as every publisher does: nothing is
+    // built for the event when nobody listens.
+    if (channels.vote.hasSubscribers) channels.vote.publish({ operation: this.#spec.operation, ...vote });
   }
 
   #settleIfDecided(): void {

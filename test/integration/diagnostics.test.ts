@@ -208,3 +208,21 @@ it('arms no expiry timer for a lock made while nobody listened on lost: the expi
   });
   await lock.release();
 });
+
+it("publishes a member's timeout as its vote, as it publishes an answer", async () => {
+  const votes: Record<string, unknown>[] = [];
+  const onVote = (message: unknown) => votes.push(message as Record<string, unknown>);
+  subscribe('quorumlock:vote', onVote);
+  const redlock = new Redlock(servers.clients, { retryCount: 0, nodeTimeout: 100 });
+  await redlock.acquire(fresh('warm'), 1_000).then((lock) => lock.release()); // epochs read, connections ready
+  await Promise.all(servers.masters.slice(1).map((master) => master.pause()));
+  try {
+    // Two of three silent: the round is decided at their deadline, both counted 'timeout'.
+    await expect(redlock.acquire(fresh('timed-out'), 1_000)).rejects.toMatchObject({ outcome: 'unavailable' });
+    const acquireVotes = votes.filter((vote) => vote.operation === 'acquire');
+    for (const member of redlock.members.slice(1)) expect(acquireVotes).toContainEqual(expect.objectContaining({ member: member.id, vote: 'timeout' }));
+  } finally {
+    unsubscribe('quorumlock:vote', onVote);
+    await Promise.all(servers.masters.slice(1).map((master) => master.resume()));
+  }
+});
