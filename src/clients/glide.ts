@@ -337,6 +337,8 @@ interface PubSubMessage {
 
 /** How long a failed subscriber creation waits before the next (while someone still waits). */
 const RECREATE_MS = 1_000;
+/** The shortest wait for a SUBSCRIBE's or UNSUBSCRIBE's confirmation. */
+const SUBSCRIBE_MS = 1_000;
 
 /**
  * A client of our own with the user's configuration (GLIDE keeps it on the client, and its class
@@ -360,6 +362,8 @@ function subscriberOf(client: Client, wanted: () => boolean): Subscription {
     for (const listener of events.end) listener();
   };
   const { protocol: _protocol, pubsubSubscriptions: _theirs, ...config } = client.config ?? {}; // pub/sub needs RESP3, the default
+  // The client's request timeout (GLIDE's default 250 ms), at least SUBSCRIBE_MS.
+  const confirmMs = Math.max(typeof config.requestTimeout === 'number' ? config.requestTimeout : 0, SUBSCRIBE_MS);
   const create = client.constructor.createClient;
   const open = () => {
     if (create === undefined || client.config === undefined) return queueMicrotask(end);
@@ -398,9 +402,11 @@ function subscriberOf(client: Client, wanted: () => boolean): Subscription {
     onMessage: (listener) => void messages.push(listener),
     onError: (listener) => void errors.push(listener),
     connect: () => undefined, // made at once: a GLIDE client connects when it is created
-    // 0: wait for the server's confirmation, within the client's request timeout.
-    subscribe: (...channels) => inOrder((made) => made.subscribe(new Set(channels), 0)),
-    unsubscribe: (...channels) => inOrder((made) => made.unsubscribe(new Set(channels), 0)),
+    // A bound wait for the server's confirmation (0 would wait for good: a member down then holds
+    // up every later SUBSCRIBE and UNSUBSCRIBE, which go one at a time). A failed one means timed
+    // retries for the waiters until the next.
+    subscribe: (...channels) => inOrder((made) => made.subscribe(new Set(channels), confirmMs)),
+    unsubscribe: (...channels) => inOrder((made) => made.unsubscribe(new Set(channels), confirmMs)),
     close: end,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * One member of the quorum: the user's client, through its library's adapter (src/clients/), with
- * our scripts on it. The client stays the user's: quorumlock never connects, quits or subscribes
+ * our scripts on it. The client stays the user's: quorumlock never quits or subscribes
  * with it. What differs by topology
  * (keys, epochs, server facts: members/topology.ts) is here for a member that is one server
  * (serverTopology) and in members/cluster.ts for a Cluster; the rest is what all share: the

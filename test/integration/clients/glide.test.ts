@@ -212,6 +212,27 @@ describe('the GLIDE adapter', () => {
     expect(subscription.state).toBe('ended');
   });
 
+  it('gives up a SUBSCRIBE the server does not confirm (its member down), so the next goes out when it is back', async () => {
+    const connection = glideConnection(await glide());
+    const subscription = connection.subscriber(() => true);
+    opened.push(subscription);
+    await eventually(async () => expect(subscription.state).toBe('ready'));
+    await subscription.subscribe('chan-up');
+    await master().kill();
+    const started = performance.now();
+    // GLIDE's own wait with 0 lasts until the server answers; ours ends (SUBSCRIBE_MS, src/clients/glide.ts).
+    await expect(subscription.subscribe('chan-down')).rejects.toThrow();
+    expect(performance.now() - started).toBeLessThan(10_000);
+    await master().restart();
+    const heard: string[] = [];
+    subscription.onMessage((channel) => heard.push(channel));
+    await eventually(async () => {
+      await subscription.subscribe('chan-back');
+      await ioredis().publish('chan-back', 'hello');
+      expect(heard).toContain('chan-back');
+    }, 10_000);
+  });
+
   it("says 'end' and 'ended' once the client is closed, and rejects calls", async () => {
     const client = await glide();
     const connection = glideConnection(client);
