@@ -282,5 +282,16 @@ export function spawnChild(
       poll();
     });
   });
-  return { exited, stopping: () => stopping, signal: signalAll };
+  /**
+   * A signal run or elect received, to the whole group. After SIGTERM or SIGINT (a stop: systemd,
+   * Ctrl-C) the command gets --grace, then SIGKILL, as when the lock stops it; not after SIGHUP,
+   * which daemons take as "reload".
+   */
+  const forward = (signal: NodeJS.Signals) => {
+    signalAll(signal);
+    if (signal !== 'SIGTERM' && signal !== 'SIGINT') return;
+    termAt ??= performance.now();
+    armKill();
+  };
+  return { exited, stopping: () => stopping, signal: forward };
 }

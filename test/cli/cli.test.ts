@@ -113,6 +113,24 @@ describe('run', () => {
     expect(await t.valuesOf('forwarded')).toEqual([null, null, null]);
   });
 
+  it('a command that ignores a forwarded SIGTERM gets SIGKILL after --grace, and the lock is released', async () => {
+    const holder = runCli(
+      members,
+      'ignores-term',
+      '5s',
+      'process.on("SIGTERM", () => console.log("ignoring SIGTERM")); console.log("holding"); setTimeout(() => console.log("finished"), 20000)',
+      ['--grace', '1s', '--json'],
+    );
+    await holder.waitFor('holding');
+    holder.child.kill('SIGTERM');
+    const { stdout, stderr, ms } = await holder.done;
+    expect(stdout).toContain('ignoring SIGTERM');
+    expect(stdout).not.toContain('finished');
+    expect(events(stderr).find((event) => event.event === 'exit')).toMatchObject({ exitCode: 137, source: 'command' });
+    expect(ms).toBeLessThan(15_000); // not the command's 20 s
+    expect(await t.valuesOf('ignores-term')).toEqual([null, null, null]);
+  });
+
   it('exits 127 for a command that does not exist, holding nothing afterwards', async () => {
     const { code, stderr } = await cli(['run', '--members', members, '--resource', 'missing', '--ttl', '2s', '--', 'quorumlock-no-such-command']).done;
     expect(code).toBe(127);
