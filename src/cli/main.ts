@@ -174,28 +174,24 @@ async function commandCode(argv: string[]): Promise<number> {
         );
     }
   } catch (error) {
-    if (error instanceof UsageError) {
-      // With --json, stderr carries only JSON lines: the mistake as a `failed` event with its code.
+    // With --json, stderr carries only JSON lines: the mistake as a `failed` event with its code.
+    const usage = (fields: { code?: unknown; flag?: string; parameter?: unknown }, reason: string, text: string) => {
       if (argv.includes('--json'))
-        process.stderr.write(
-          JSON.stringify({
-            event: 'failed',
-            outcome: 'usage',
-            code: error.code,
-            ...(error.flag === undefined ? {} : { flag: error.flag }),
-            reason: error.message,
-            exitCode: EXIT.usage,
-            source: 'quorumlock',
-          }) + '\n',
-        );
-      else process.stderr.write(`quorumlock: ${error.message}\n(quorumlock --help for usage)\n`);
+        process.stderr.write(JSON.stringify({ event: 'failed', outcome: 'usage', ...fields, reason, exitCode: EXIT.usage, source: 'quorumlock' }) + '\n');
+      else process.stderr.write(text);
       return EXIT.usage;
-    }
+    };
+    if (error instanceof UsageError)
+      return usage(
+        { code: error.code, ...(error.flag === undefined ? {} : { flag: error.flag }) },
+        error.message,
+        `quorumlock: ${error.message}\n(quorumlock --help for usage)\n`,
+      );
     // Invalid settings caught by Redlock itself (RangeError with `parameter`) are usage errors too.
     if ((error instanceof RangeError || error instanceof TypeError) && 'parameter' in error) {
       // The library's messages start with "quorumlock: " already.
-      process.stderr.write(`quorumlock: ${error.message.replace(/^quorumlock: /, '')}\n`);
-      return EXIT.usage;
+      const reason = error.message.replace(/^quorumlock: /, '');
+      return usage({ code: (error as { code?: unknown }).code, parameter: error.parameter }, reason, `quorumlock: ${reason}\n`);
     }
     process.stderr.write(`quorumlock: ${error instanceof Error ? error.message : String(error)}\n`);
     return EXIT.unavailable;

@@ -54,6 +54,12 @@ describe('elect', () => {
     const short = await elect('elect-short', '200ms', '0').done;
     expect(short.code).toBe(64);
     expect(short.stderr).toMatch(/ttl/);
+    // With --json, the library's refusal too is a `failed` event (stderr carries JSON lines only).
+    const shortJson = await elect('elect-short', '200ms', '0', ['--json']).done;
+    expect(shortJson.code).toBe(64);
+    expect(events(shortJson.stderr)).toEqual([
+      expect.objectContaining({ event: 'failed', outcome: 'usage', code: expect.any(String), reason: expect.stringMatching(/ttl/), exitCode: 64 }),
+    ]);
   });
 
   it('a second elect waits, and takes over (with a larger term) only when the first is SIGKILLed', async () => {
