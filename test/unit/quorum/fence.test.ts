@@ -28,6 +28,13 @@ function fenced(members: FakeMember[], settings: Settings, ttl = 10_000): Promis
 
 const syncs = (member: FakeMember) => member.callsOf('fence').filter((call) => call.mode === 'sync');
 
+/** fenceToken for value 'v' of resource 'r' on `members`, each read trusted at `highest` in the acquire round. */
+const fenceAfterReading = (clock: ManualClock, members: FakeMember[], highest: number) =>
+  fenceToken(
+    { members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', until: Infinity },
+    { readings: members.map(() => ({ highest, trusted: true })), epochs: [] },
+  );
+
 describe('fenceToken', () => {
   it('issues one more than the highest counter read, once a quorum raised it from trusted readings', async () => {
     const clock = new ManualClock(0);
@@ -97,14 +104,7 @@ describe('fenceToken', () => {
     const clock = new ManualClock(0);
     const members = fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 5 } }));
     members[0]!.hold('r', 'v', 10_000);
-    const readings = members.map(() => ({ highest: 5, trusted: true }));
-    const fence = await settle(
-      clock,
-      fenceToken(
-        { members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', until: Infinity },
-        { readings, epochs: [] },
-      ),
-    );
+    const fence = await settle(clock, fenceAfterReading(clock, members, 5));
     expect(fence).toBe('unfenced');
     expect(members.map((member) => member.counters.get('r'))).toEqual([6, 5, 5]);
   });
@@ -116,14 +116,7 @@ describe('fenceToken', () => {
     // Two of three stop answering after the acquire round: no trust problem, no answers.
     members[1]!.failure = 'down';
     members[2]!.failure = 'down';
-    const readings = members.map(() => ({ highest: 5, trusted: true }));
-    const fence = await settle(
-      clock,
-      fenceToken(
-        { members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: 'v', until: Infinity },
-        { readings, epochs: [] },
-      ),
-    );
+    const fence = await settle(clock, fenceAfterReading(clock, members, 5));
     expect(fence).toBe('unavailable');
     expect(members[0]!.callsOf('fence').map((call) => call.token)).toEqual([6, 7, 8]);
     expect(members[0]!.counters.get('r')).toBe(8);
