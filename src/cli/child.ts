@@ -185,7 +185,10 @@ export function spawnChild(
     else if (leaderRunning()) child.kill(signal);
   };
   let stopping: Stopping | undefined;
+  /** When SIGTERM went to the group (ours, or one forwarded). */
   let termAt: number | undefined;
+  /** When the command was first asked to stop (that SIGTERM, or a forwarded SIGINT): its --grace runs from there. */
+  let graceFrom: number | undefined;
   let killTimer: NodeJS.Timeout | undefined;
   let killAt = Infinity;
   let killedAt: number | undefined;
@@ -199,7 +202,7 @@ export function spawnChild(
    */
   const armKill = () => {
     const now = performance.now();
-    const at = Math.min((termAt ?? now) + options.grace, now + Math.max(0, lock.remainingMs() - KILL_MARGIN_MS));
+    const at = Math.min((graceFrom ?? now) + options.grace, now + Math.max(0, lock.remainingMs() - KILL_MARGIN_MS));
     if (at === killAt) return;
     killAt = at;
     clearTimeout(killTimer);
@@ -222,6 +225,7 @@ export function spawnChild(
         termAt = performance.now();
         signalAll('SIGTERM');
       }
+      graceFrom ??= termAt;
     }
     armKill();
   };
@@ -235,6 +239,8 @@ export function spawnChild(
     const left = lock.remainingMs();
     if (stopping) armKill();
     else if (left - KILL_MARGIN_MS <= windowMs) stop('failing');
+    // Asked to stop by a forwarded signal: the SIGKILL follows the deadline as it moves.
+    else if (graceFrom !== undefined) armKill();
     // Checked in setImmediate after the timer: after a stall, Node runs expired timers before it
     // reads replies that arrived meanwhile, such as the extension that moved the deadline.
     checkTimer = setTimeout(() => setImmediate(check), stopping ? checkEveryMs : Math.max(5, Math.min(left - KILL_MARGIN_MS - windowMs, checkEveryMs)));
@@ -274,6 +280,7 @@ export function spawnChild(
         onLeftovers(Math.min(options.grace, Math.max(0, lock.remainingMs() - KILL_MARGIN_MS)));
         signalAll('SIGTERM');
       }
+      graceFrom ??= termAt;
       armKill();
       const poll = () => {
         if (!group.alive() || (killedAt !== undefined && performance.now() - killedAt > AFTER_KILL_MS)) finish();
@@ -288,9 +295,12 @@ export function spawnChild(
    * which daemons take as "reload".
    */
   const forward = (signal: NodeJS.Signals) => {
+    if (settled) return; // the command and its group are gone
     signalAll(signal);
     if (signal !== 'SIGTERM' && signal !== 'SIGINT') return;
-    termAt ??= performance.now();
+    const now = performance.now();
+    if (signal === 'SIGTERM') termAt ??= now;
+    graceFrom ??= now;
     armKill();
   };
   return { exited, stopping: () => stopping, signal: forward };

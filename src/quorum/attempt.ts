@@ -159,7 +159,9 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
       // often never synced, and a rolling restart ran out of trusted counters.
       await Promise.race([everyAnswer, clock.sleep(settings.nodeTimeout)]);
       await new Promise((resolve) => setImmediate(resolve));
-      fenced = await fenceToken(Object.assign({}, held, { until: validUntil(round.startedAt), signal }), view);
+      // Proposals stop at the lock's validity, or at the wait budget's end (`limitMs`): the budget holds.
+      const until = Math.min(validUntil(round.startedAt), round.startedAt + (attempt.deadlines.limitMs ?? Infinity));
+      fenced = await fenceToken(Object.assign({}, held, { until, signal }), view);
     }
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.

@@ -29,7 +29,7 @@ export interface FencedLock {
   settings: Pick<Settings, 'nodeTimeout' | 'clock'>;
   resources: readonly string[];
   value: string;
-  /** When the lock's validity ends (a clock reading): no propose round is sent after it. */
+  /** When the lock's validity, or the caller's wait budget, ends (a clock reading): no propose round is sent after it. */
   until: number;
   signal?: AbortSignal | undefined;
 }
@@ -97,13 +97,13 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
   // outbid proposes again for as long as its lock is valid, each time above the highest counter
   // it saw by a random step whose range doubles with each loss (a backoff on the counter: 30
   // readers at once all got a token, where 12 tries each let 14 of them in). Tokens need only
-  // increase, not be dense. A writer is outbid only by a straggler's sync: three tries. A round
-  // lost for want of answers is tried again likewise. The validity is checked after (attempt.ts):
-  // a reader that tried until it ran out fails as 'expired'.
+  // increase, not be dense. A writer is outbid only by a straggler's sync: three tries in all. A
+  // round lost for want of answers is tried again, three times at most. The validity is checked
+  // after (attempt.ts): a reader that tried until `until` fails as 'expired' (or out of budget).
   const shared = isShared(value);
-  const maxTries = shared ? Infinity : 3;
   let unfenced: Unfenced = 'unavailable';
-  for (let tries = 0; tries < maxTries && settings.clock.now() < until; tries++) {
+  let unanswered = 0;
+  for (let tries = 0; settings.clock.now() < until; tries++) {
     let highest = 0;
     // Answers that refused for a counter not trusted (or a lock no longer ours here).
     let untrusted = 0;
@@ -132,7 +132,11 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
     const outbid = highest >= proposed;
     if (!outbid && untrusted > 0) return 'unfenced'; // too few members with trusted counters
     unfenced = outbid ? 'unfenced' : 'unavailable';
+    if ((!shared && tries >= 2) || (!outbid && ++unanswered >= 3)) break;
     proposed = nextProposal(Math.max(highest, proposed), shared, tries);
+    // A round can be lost without a round trip (calls refused at once: a client that lost its
+    // connection, with no offline queue): the next waits for the loop to poll, and never spins.
+    await new Promise((resolve) => setImmediate(resolve));
   }
   return unfenced;
 }

@@ -265,7 +265,9 @@ class Round<Answer extends string, Reply> {
   }
 
   #record(index: number, vote: MemberVote<Answer>): void {
-    if (this.#closed) return; // a straggler after the decision changes nothing
+    // A straggler after the decision changes nothing; nor does the answer of a member already
+    // counted as timed out (with `limitMs` the round may stay open past one member's deadline).
+    if (this.#closed || this.#votes[index]!.vote !== 'pending') return;
     this.#count(index, vote);
     this.#settleIfDecided();
   }

@@ -131,6 +131,24 @@ describe('run', () => {
     expect(await t.valuesOf('ignores-term')).toEqual([null, null, null]);
   });
 
+  it('gives a command that ignores a forwarded SIGTERM its whole --grace while the lock keeps being extended (longer than the ttl)', async () => {
+    // ttl 2 s, --grace 4 s: the lock is extended all along, so the SIGKILL waits for the grace,
+    // not for the deadline the lock had when the SIGTERM came.
+    const holder = runCli(
+      members,
+      'long-grace',
+      '2s',
+      'let at; process.on("SIGTERM", () => { at = Date.now(); }); console.log("holding"); setInterval(() => at && console.log("alive " + (Date.now() - at)), 200)',
+      ['--grace', '4s'],
+    );
+    await holder.waitFor('holding');
+    holder.child.kill('SIGTERM');
+    const { stdout } = await holder.done;
+    const alive = [...stdout.matchAll(/^alive (\d+)$/gm)].map((match) => Number(match[1]));
+    expect(Math.max(...alive)).toBeGreaterThan(3_000);
+    expect(await t.valuesOf('long-grace')).toEqual([null, null, null]);
+  });
+
   it('exits 127 for a command that does not exist, holding nothing afterwards', async () => {
     const { code, stderr } = await cli(['run', '--members', members, '--resource', 'missing', '--ttl', '2s', '--', 'quorumlock-no-such-command']).done;
     expect(code).toBe(127);

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../src/clock/index.js';
 import { attemptLock, type AttemptResult } from '../../../src/quorum/attempt.js';
 import { fenceToken } from '../../../src/quorum/fence.js';
+import { readersKeyOf } from '../../../src/store/keys.js';
 import type { Settings } from '../../../src/options/settings.js';
 import { fakeMembers, FakeMember, releasedAfterAcquire, runFor, settingsOn, settle } from './fake-member.js';
 import { quorumOf } from '../../../src/tally.js';
@@ -120,6 +121,24 @@ describe('fenceToken', () => {
     expect(fence).toBe('unavailable');
     expect(members[0]!.callsOf('fence').map((call) => call.token)).toEqual([6, 7, 8]);
     expect(members[0]!.counters.get('r')).toBe(8);
+  });
+
+  it("gives a reader's round lost for want of answers three tries too, not the whole validity", async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 5 } }));
+    // A reader's hold: its entry among the shared holders of r, on every member.
+    for (const member of members) member.server.execute(['ZADD', readersKeyOf('r'), String(member.server.nowMs() + 10_000), '~v']);
+    members[1]!.failure = 'error';
+    members[2]!.failure = 'error';
+    const fence = await settle(
+      clock,
+      fenceToken(
+        { members, quorum: quorumOf(members.length), settings: settingsOn(clock), resources: ['r'], value: '~v', until: Infinity },
+        { readings: members.map(() => ({ highest: 5, trusted: true })), epochs: [] },
+      ),
+    );
+    expect(fence).toBe('unavailable');
+    expect(members[0]!.callsOf('fence')).toHaveLength(3);
   });
 
   it('a fence round that uses up the validity hands out no lock', async () => {

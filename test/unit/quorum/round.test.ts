@@ -227,6 +227,26 @@ describe("a new connection's first calls: a member's sign of life moves its dead
     expect(without.result.elapsedMs).toBe(50);
   });
 
+  it('counts a member timed out at its own deadline once: its late answer, while the round waits for another, changes nothing', async () => {
+    const clock = new ManualClock(1_000);
+    const { members, heard } = heardMembers(3);
+    const { round, replies } = manualRound(clock, members, { timeoutMs: 50, limitMs: 1_000 });
+    await turn();
+    replies[0]!.answer('locked');
+    clock.advance(40);
+    heard[2] = clock.now(); // member 2 shows life: waited for past 50 ms
+    await turn();
+    clock.advance(10); // member 1's deadline: timed out; the round stays open (1 yes, 1 no of 3)
+    await turn();
+    replies[1]!.answer('taken'); // late: counted already, as a timeout
+    await turn();
+    clock.advance(20);
+    replies[2]!.answer('locked');
+    const result = await round;
+    expect(result.won).toBe(true);
+    expect(result.votes.map((vote) => vote.vote)).toEqual(['locked', 'timeout', 'locked']);
+  });
+
   it('a sign of life before the round, or a member that never shows one, moves nothing', async () => {
     const clock = new ManualClock(1_000);
     const { members, heard } = heardMembers(3);
