@@ -8,7 +8,7 @@ import { channels } from '../diagnostics.js';
 import type { AttemptOutcome } from '../errors.js';
 import type { AcquireRequest, AcquireVote, Member, Open } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
-import { fenceToken, type Fence, type FenceView, type Unfenced } from './fence.js';
+import { fenceToken, type Fence, type FencedLock, type FenceView, type Unfenced } from './fence.js';
 import { rollback } from './release.js';
 import { isLocked, runRound, type RoundResult } from './round.js';
 import { memberStamp, sharedName, type HandoverRequest, type Waiter } from '../store/protocol.js';
@@ -119,6 +119,21 @@ export function failureOutcome(won: boolean, votes: readonly MemberVote[]): Atte
   return votes.some((vote) => vote.vote === 'quarantined') ? 'quarantined' : 'unavailable';
 }
 
+/**
+ * The fence round after a won acquire round. That round was decided at the quorum-th answer; the
+ * other members' answers are waited for a little (at most nodeTimeout), so that their epochs are
+ * known before the fence round is sent and can be synced if they lost their counter (fence.ts
+ * syncs only epochs known before its round: waiting longer keeps that, and validity is checked
+ * after). A member just restarted answers slowly (an empty script cache): without this, under
+ * load, it was often never synced, and a rolling restart ran out of trusted counters.
+ */
+async function fenceAfterWin(lock: FencedLock, view: FenceView, everyAnswer: Promise<void> | undefined): Promise<Fence | Unfenced> {
+  const { clock, nodeTimeout } = lock.settings;
+  await Promise.race([everyAnswer, clock.sleep(nodeTimeout)]);
+  await new Promise((resolve) => setImmediate(resolve));
+  return fenceToken(lock, view);
+}
+
 /** One attempt: won, or refused with its outcome and the rollback already on its way. */
 export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResult> {
   const { members, quorum, settings, resources, ttl, fencing, signal, handover } = attempt;
@@ -150,19 +165,9 @@ export async function attemptLock(attempt: AttemptRequest): Promise<AttemptResul
       clock,
       signal,
     });
-    if (round.won && fencing) {
-      // The round was decided at the quorum-th answer; the other members' answers are waited for
-      // a little (at most nodeTimeout), so that their epochs are known before the fence round is
-      // sent and can be synced if they lost their counter (fence.ts syncs only epochs known
-      // before its round: waiting longer keeps that, and validity is checked after). A member
-      // just restarted answers slowly (an empty script cache): without this, under load, it was
-      // often never synced, and a rolling restart ran out of trusted counters.
-      await Promise.race([everyAnswer, clock.sleep(settings.nodeTimeout)]);
-      await new Promise((resolve) => setImmediate(resolve));
-      // Proposals stop at the lock's validity, or at the wait budget's end (`limitMs`): the budget holds.
-      const until = Math.min(validUntil(round.startedAt), round.startedAt + (attempt.deadlines.limitMs ?? Infinity));
-      fenced = await fenceToken(Object.assign({}, held, { until, signal }), view);
-    }
+    // Proposals stop at the lock's validity, or at the wait budget's end (`limitMs`): the budget holds.
+    const until = Math.min(validUntil(round.startedAt), round.startedAt + (attempt.deadlines.limitMs ?? Infinity));
+    if (round.won && fencing) fenced = await fenceAfterWin(Object.assign({}, held, { until, signal }), view, everyAnswer);
   } catch (abortReason) {
     // Aborted mid-round: whatever reached the members must not outlive the abort.
     await rollback(held, undefined);
