@@ -172,3 +172,12 @@ export function validityMs(ttlMs: number, elapsedMs: number, drift: number): num
 export function deadlineOf(startedAt: number, ttlMs: number, drift: number): number {
   return startedAt + ttlMs - drift;
 }
+
+/**
+ * Resolves once the event loop has polled for I/O (the check phase after it): replies that
+ * reached the socket meanwhile are read first (docs/internals.md#timers-before-io), and a loop
+ * that awaits it between tries never spins in microtasks.
+ */
+export function afterPoll(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

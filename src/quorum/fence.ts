@@ -1,6 +1,7 @@
 /**
  * Fencing tokens: one more round after a lock is won, on the same members.
  */
+import { afterPoll } from '../clock/index.js';
 import type { AttemptOutcome } from '../errors.js';
 import type { FenceReply, Member } from '../members/member.js';
 import type { Settings } from '../options/settings.js';
@@ -29,7 +30,7 @@ export interface FencedLock {
   settings: Pick<Settings, 'nodeTimeout' | 'clock'>;
   resources: readonly string[];
   value: string;
-  /** When the lock's validity, or the caller's wait budget, ends (a clock reading): no propose round is sent after it. */
+  /** When the lock's validity ends (a clock reading): no propose round is sent after it. */
   until: number;
   signal?: AbortSignal | undefined;
 }
@@ -99,7 +100,7 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
   // readers at once all got a token, where 12 tries each let 14 of them in). Tokens need only
   // increase, not be dense. A writer is outbid only by a straggler's sync: three tries in all. A
   // round lost for want of answers is tried again, three times at most. The validity is checked
-  // after (attempt.ts): a reader that tried until `until` fails as 'expired' (or out of budget).
+  // after (attempt.ts): a reader that tried until `until` fails as 'expired'.
   const shared = isShared(value);
   let unfenced: Unfenced = 'unavailable';
   let unanswered = 0;
@@ -136,7 +137,7 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
     proposed = nextProposal(Math.max(highest, proposed), shared, tries);
     // A round can be lost without a round trip (calls refused at once: a client that lost its
     // connection, with no offline queue): the next waits for the loop to poll, and never spins.
-    await new Promise((resolve) => setImmediate(resolve));
+    await afterPoll();
   }
   return unfenced;
 }
