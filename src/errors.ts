@@ -344,7 +344,8 @@ export function unknownOptionError(name: string, message: string): UnknownOption
  * How one attempt ended:
  * - 'taken': at least one member holds the resource for another owner, and quorum was not reached;
  * - 'unavailable': not enough members answered (timeouts, errors) for a quorum (in the acquire
- *   round, or, fenced, in the fence round after it);
+ *   round, or, fenced, in the fence round after it, where a member that no longer holds the lock,
+ *   its key evicted or deleted, does not count either);
  * - 'quarantined': enough answered, but too many of them are in quarantine (their data is younger
  *   than maxLockTtl: restarted, flushed or new; or not a master);
  * - 'unfenced': locked, but no fencing token could be issued (too few members with trusted counters);

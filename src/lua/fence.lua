@@ -8,11 +8,11 @@
 --       raising a trusted counter is safe in any epoch, as the established token is decided
 --       within the lock's validity (src/quorum/acquire.ts).
 -- Returns {1 raised | 0 not raised, highest counter before, reading trusted 1/0, the epoch id,
--- the member's max, complete 1/0 (genesis or a floor)}. A sync with a floor also repairs an
--- incomplete epoch (sets its floor). Not raised when the server's epoch is not the one named
--- (then {0, 0, 0, '', 0, 0}), when proposing and a
--- lock key no longer holds our value (a candidate must be written while we hold the lock: that is
--- what orders it before any later holder's reading), when the counter is already at or above the
+-- the member's max, complete 1/0 (genesis or a floor), and, only when 1, gone: the lock is no
+-- longer held here}. A sync with a floor also repairs an incomplete epoch (sets its floor). Not
+-- raised when the server's epoch is not the one named (then {0, 0, 0, '', 0, 0}), when proposing
+-- and a lock key no longer holds our value (then {0, 0, 0, epoch id, 0, 0, 1}: a candidate must
+-- be written while we hold the lock: that is what orders it before any later holder's reading), when the counter is already at or above the
 -- token (then propose higher), or when proposing to an untrusted member: a candidate that loses
 -- must never make a forgetful member look as if it knew the latest token.
 --
@@ -60,7 +60,7 @@ if not sync then
       holds = redis.call('GET', KEYS[i]) == ARGV[1]
     end
     if not holds then
-      return {0, 0, 0, current, 0, 0}
+      return {0, 0, 0, current, 0, 0, 1}
     end
   end
 end

@@ -49,7 +49,7 @@ export interface Fence {
  * How an attempt that locked but got no token ends (its outcome): 'unfenced', too few members
  * with trusted counters (members that lost their data: a sync or an operator's trust makes them
  * count again), or outbid until the tries ran out; 'unavailable', too few answered at all
- * (timeouts, errors) while the tries lasted.
+ * (timeouts, errors) while the tries lasted, or too few still held the lock.
  */
 export type Unfenced = Extract<AttemptOutcome, 'unfenced' | 'unavailable'>;
 
@@ -106,8 +106,10 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
   let unanswered = 0;
   for (let tries = 0; settings.clock.now() < until; tries++) {
     let highest = 0;
-    // Answers that refused for a counter not trusted (or a lock no longer ours here).
+    // Answers that refused for a counter not trusted; and for a lock no longer held there (a key
+    // expired, evicted or deleted), which says nothing of the counters: no restore-fencing hint.
     let untrusted = 0;
+    let gone = 0;
     // The epochs a sync after this round may go to: those known before it is sent.
     const knownBefore = [...epochs];
     // What this round's answers say of each member's counters: max, where its epoch is complete.
@@ -119,7 +121,8 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
       send: (member, index, open) => member.fence(resources, { value, token: proposed, mode: 'propose', epoch: epochs[index] ?? '' }, open),
       answer: (reply, index, member) => {
         highest = Math.max(highest, reply.highest);
-        if (!reply.raised && !reply.trusted) untrusted++;
+        if (reply.gone) gone++;
+        else if (!reply.raised && !reply.trusted) untrusted++;
         if (reply.complete && member.notCounting === undefined) completeMax[index] = reply.max;
         return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
       },
@@ -133,7 +136,8 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
     const outbid = highest >= proposed;
     if (!outbid && untrusted > 0) return 'unfenced'; // too few members with trusted counters
     unfenced = outbid ? 'unfenced' : 'unavailable';
-    if ((!shared && tries >= 2) || (!outbid && ++unanswered >= 3)) break;
+    // Where too many members no longer hold the lock, no later round can win.
+    if ((!shared && tries >= 2) || (!outbid && ++unanswered >= 3) || gone > members.length - quorum) break;
     proposed = nextProposal(Math.max(highest, proposed), shared, tries);
     // A round can be lost without a round trip (calls refused at once: a client that lost its
     // connection, with no offline queue): the next waits for the loop to poll, and never spins.

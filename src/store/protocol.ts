@@ -241,14 +241,16 @@ export interface FenceReply {
   max: number;
   /** The epoch is complete (brand new or given a floor): every resource reads trusted there. */
   complete: boolean;
+  /** A propose found the lock no longer held here (a key expired, evicted or deleted): nothing read. */
+  gone: boolean;
 }
 
-/** fence.lua's reply: {raised, highest, trusted, epoch id (for redis-cli readers), max, complete}. */
+/** fence.lua's reply: {raised, highest, trusted, epoch id (for redis-cli readers), max, complete[, gone: only when 1]}. */
 export function decodeFence(reply: unknown[]): FenceReply {
   // The fourth element, the epoch the call ran in, is for redis-cli readers: the client binds
   // calls to epochs it learned from acquire replies (src/quorum/fence.ts).
-  const [raised, highest, trusted, , max, complete] = reply as [number, number, number, unknown, number | undefined, number | undefined];
-  return { raised: raised === 1, highest, trusted: trusted === 1, max: max ?? 0, complete: complete === 1 };
+  const [raised, highest, trusted, , max, complete, gone] = reply as [number, number, number, unknown, number | undefined, number | undefined, number | undefined];
+  return { raised: raised === 1, highest, trusted: trusted === 1, max: max ?? 0, complete: complete === 1, gone: gone === 1 };
 }
 
 // --- trust.lua --------------------------------------------------------------------------------

@@ -101,13 +101,28 @@ describe('fenceToken', () => {
     for (const member of members) expect(member.callsOf('fence').map((call) => call.token)).toEqual([2, 6]);
   });
 
-  it('gives up when a quorum does not hold the key (no longer ours): nothing is raised', async () => {
+  it("gives up at once when a quorum no longer holds the key, as 'unavailable' (their counters are fine: no restore-fencing hint); nothing is raised there", async () => {
     const clock = new ManualClock(0);
     const members = fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 5 } }));
     members[0]!.hold('r', 'v', 10_000);
     const fence = await settle(clock, fenceAfterReading(clock, members, 5));
-    expect(fence).toBe('unfenced');
+    expect(fence).toBe('unavailable');
     expect(members.map((member) => member.counters.get('r'))).toEqual([6, 5, 5]);
+    // No second round: with two of three gone, none could win.
+    expect(members[0]!.callsOf('fence')).toHaveLength(1);
+  });
+
+  it("a round lost to one member that no longer holds the key and one that is silent ends 'unavailable', not 'unfenced'", async () => {
+    const clock = new ManualClock(0);
+    const members = fakeMembers(clock, 3, () => ({ latencyMs: 1, counters: { r: 5 } }));
+    members[0]!.hold('r', 'v', 10_000);
+    members[1]!.hold('r', 'v', 10_000);
+    members[1]!.failure = 'down';
+    // members[2] holds nothing (its key evicted): it answers, read nothing, and it is not an untrusted counter.
+    const fence = await settle(clock, fenceAfterReading(clock, members, 5));
+    expect(fence).toBe('unavailable');
+    expect(members[2]!.callsOf('fence').length).toBeGreaterThan(0);
+    expect(members[2]!.counters.get('r')).toBe(5);
   });
 
   it("tries a round lost for want of answers again, above what the member that answered took, and ends 'unavailable', not 'unfenced'", async () => {
