@@ -249,7 +249,15 @@ export interface FenceReply {
 export function decodeFence(reply: unknown[]): FenceReply {
   // The fourth element, the epoch the call ran in, is for redis-cli readers: the client binds
   // calls to epochs it learned from acquire replies (src/quorum/fence.ts).
-  const [raised, highest, trusted, , max, complete, gone] = reply as [number, number, number, unknown, number | undefined, number | undefined, number | undefined];
+  const [raised, highest, trusted, , max, complete, gone] = reply as [
+    number,
+    number,
+    number,
+    unknown,
+    number | undefined,
+    number | undefined,
+    number | undefined,
+  ];
   return { raised: raised === 1, highest, trusted: trusted === 1, max: max ?? 0, complete: complete === 1, gone: gone === 1 };
 }
 
