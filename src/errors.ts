@@ -392,8 +392,8 @@ export class LockAcquireError extends QuorumlockError {
     readonly attempts: readonly AttemptRecord[],
     /** From the acquire() call to the end of the last rollback. */
     readonly elapsedMs: number,
-    /** Why no further attempt was made. */
-    readonly stoppedBecause: 'retries exhausted' | 'wait budget exhausted',
+    /** Why no further attempt was made ('clients closed': too many members' clients were quit for any to win). */
+    readonly stoppedBecause: 'retries exhausted' | 'wait budget exhausted' | 'clients closed',
   ) {
     const last = attempts[attempts.length - 1];
     // Trust ends a restart quarantine only: for members that never count it cannot help, so it is

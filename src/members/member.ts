@@ -30,6 +30,8 @@ export interface Member {
    * that is not known (a Cluster, a test's member). A round counts silence from it (quorum/round.ts).
    */
   readonly heardAt?: number | undefined;
+  /** The user quit this member's client: it answers nothing again (undefined where not known). */
+  readonly clientEnded?: boolean | undefined;
   /**
    * Sets the lock keys of `resources` (all or none), or says why not. `open`: whether the round
    * that made the call still waits for it (a call refused for another epoch is sent again, bound

@@ -184,6 +184,8 @@ export class Semaphore {
         const offset = attempts.length;
         for (const record of error.attempts)
           attempts.push({ ...record, attempt: offset + record.attempt, startedMs: record.startedMs + (clock.now() - begin - error.elapsedMs) });
+        // No other permit can be won either.
+        if (error.stoppedBecause === 'clients closed') throw new LockAcquireError(this.#keys, attempts, clock.now() - begin, error.stoppedBecause);
         return null;
       }
     };

@@ -226,3 +226,31 @@ describe('a Redlock made per job or request, on long-lived clients', () => {
     }
   });
 });
+
+describe('clients the user quit', () => {
+  it("stop an acquire (and a semaphore's) after its first attempt once too many are quit for any retry to win: 'clients closed', nothing left behind", async () => {
+    const clients = servers.connect();
+    try {
+      await Promise.all(clients.map((c) => c.ping()));
+      const redlock = new Redlock(clients);
+      await (await redlock.acquire(fresh('quit-before'), 1_000)).release();
+      // A minority quit: the acquire still wins.
+      await Promise.all(clients.slice(0, 2).map((c) => c.quit()));
+      await (await redlock.acquire(fresh('quit-minority'), 1_000)).release();
+      // A majority quit: the attempt fails, and the default ten retries (with their delays) are not run.
+      await clients[2]!.quit();
+      const resource = fresh('quit-majority');
+      const error = await redlock.acquire(resource, 10_000).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockAcquireError);
+      expect(error).toMatchObject({ stoppedBecause: 'clients closed', outcome: 'unavailable' });
+      expect((error as LockAcquireError).attempts).toHaveLength(1);
+      expect((error as LockAcquireError).message).toContain('(clients closed)');
+      // The members still reachable keep nothing of it.
+      expect(await servers.valuesOf(resource)).toEqual([null, null, null, null, null]);
+      const pool = redlock.semaphore(fresh('quit-pool'), { permits: 3 });
+      await expect(pool.acquire(10_000)).rejects.toMatchObject({ stoppedBecause: 'clients closed' });
+    } finally {
+      for (const client of clients) client.disconnect();
+    }
+  });
+});
