@@ -223,6 +223,11 @@ function isEntry(): boolean {
 }
 
 if (isEntry()) {
+  // A stdout or stderr whose reader went away (`… 2>&1 | logger`, the logger gone: EPIPE) fails
+  // its writes with an 'error' event, which would end the process at once: a `run` would leave
+  // its command running on a lock no longer extended, and lose the command's exit code. Its
+  // messages are lost; the lock and the exit code are kept.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   const ending = await main(process.argv.slice(2));
   endWith(ending);
   // Every connection is closed by now, so the process exits by itself (the tests hold it to

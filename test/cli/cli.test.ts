@@ -25,6 +25,17 @@ describe('run', () => {
     expect(await t.valuesOf('exit-code')).toEqual([null, null, null]);
   });
 
+  it("keeps the lock and the command's exit code when its stderr reader is gone (EPIPE on every message)", async () => {
+    // `… --json 2>&1 | logger` with the logger gone: each event written fails. Before, the first
+    // one ended the CLI with 1, its command left running on a lock no longer extended.
+    const run = runCli(members, 'stderr-gone', '2s', 'setTimeout(() => { console.log("ran"); process.exit(7) }, 2300)', ['--json']);
+    run.child.stderr!.destroy();
+    const done = await run.done;
+    expect(done.stdout).toContain('ran'); // it outlived the ttl: extended throughout
+    expect(done.code).toBe(7);
+    expect(await t.valuesOf('stderr-gone')).toEqual([null, null, null]); // released at its exit
+  });
+
   it('passes QUORUMLOCK_RESOURCE, and QUORUMLOCK_FENCE with --fencing, increasing from run to run', async () => {
     const print = nodeCommand('console.log(JSON.stringify({ fence: process.env.QUORUMLOCK_FENCE ?? null, resource: process.env.QUORUMLOCK_RESOURCE }))');
     const first = await cli(['run', '--members', members, '--resource', 'fenced', '--ttl', '5s', '--fencing', ...print]).done;
