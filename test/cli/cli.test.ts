@@ -3,6 +3,9 @@
  * against three real redis-server masters.
  */
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { TestMasters } from '../integration/masters.js';
 import { cli, events, everyMemberHolds, nodeCommand, runCli, within, withMasters } from './spawn.js';
@@ -165,6 +168,21 @@ describe('run', () => {
     expect(code).toBe(127);
     expect(stderr).toContain('quorumlock-no-such-command: command not found');
     expect(await t.valuesOf('missing')).toEqual([null, null, null]);
+  });
+
+  it("exits 126 for a script whose #! interpreter does not exist, and says so in quorumlock's words", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'quorumlock-shebang-'));
+    const script = join(dir, 'job.sh');
+    writeFileSync(script, '#!/usr/bin/quorumlock-no-such-shell -e\necho ran\n', { mode: 0o755 });
+    try {
+      const { code, stdout, stderr } = await cli(['run', '--members', members, '--resource', 'bad-interpreter', '--ttl', '2s', '--', script]).done;
+      expect(code).toBe(126);
+      expect(stdout).toBe('');
+      expect(stderr).toContain(`${script}: bad interpreter /usr/bin/quorumlock-no-such-shell`);
+      expect(await t.valuesOf('bad-interpreter')).toEqual([null, null, null]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('SIGINT while waiting in line abandons the wait: run dies by SIGINT (what 130 stood for), the command never runs', async () => {
