@@ -192,7 +192,7 @@ export interface MemberVote<Answer extends string = LockAnswer | ExtendAnswer> {
     /** Past its restart quarantine. */
     settled: boolean;
   };
-  /** A fenced acquire's answer: the member's fence counter for the resources, and whether that reading is trusted. */
+  /** A fenced acquire's answer, and a fence round's refusal: the member's fence counter for the resources, and whether that reading is trusted. */
   fence?: {
     /** The highest token the member has issued for these resources. */
     highest: number;
@@ -392,7 +392,7 @@ export class LockAcquireError extends QuorumlockError {
     readonly attempts: readonly AttemptRecord[],
     /** From the acquire() call to the end of the last rollback. */
     readonly elapsedMs: number,
-    /** Why no further attempt was made ('clients closed': too many members' clients were quit for any to win). */
+    /** Why no further attempt was made ('clients closed': too many members' clients have ended, quit or given up reconnecting, for any to win). */
     readonly stoppedBecause: 'retries exhausted' | 'wait budget exhausted' | 'clients closed',
   ) {
     const last = attempts[attempts.length - 1];

@@ -10,6 +10,7 @@ import { delimiter, join } from 'node:path';
 export function unstartable(command: string, env: NodeJS.ProcessEnv): { code: 126 | 127; why: string } | undefined {
   const candidates = command.includes('/') ? [command] : (env.PATH ?? '').split(delimiter).map((dir) => join(dir === '' ? '.' : dir, command));
   let denied = false;
+  let badInterpreter: string | undefined;
   for (const candidate of candidates) {
     try {
       if (!statSync(candidate).isFile()) continue;
@@ -22,10 +23,15 @@ export function unstartable(command: string, env: NodeJS.ProcessEnv): { code: 12
       denied = true;
       continue;
     }
-    // A script whose `#!` interpreter is missing fails execve(2) as if the script were (ENOENT).
+    // A script whose `#!` interpreter is missing fails execve(2) as if the script were (ENOENT,
+    // EACCES): execvp, and the trampoline's shell, go on along PATH.
     const interpreter = interpreterOf(candidate);
-    if (interpreter !== undefined && !executable(interpreter)) return { code: 126, why: `bad interpreter ${interpreter}: not found or not executable` };
-    return undefined;
+    if (interpreter === undefined || executable(interpreter)) return undefined;
+    badInterpreter ??= interpreter;
+  }
+  if (badInterpreter !== undefined) {
+    const crlf = badInterpreter.endsWith('\r') ? " (the script's lines end in CRLF)" : '';
+    return { code: 126, why: `bad interpreter ${JSON.stringify(badInterpreter)}: not found or not executable${crlf}` };
   }
   return denied ? { code: 126, why: 'permission denied' } : { code: 127, why: 'command not found' };
 }
@@ -39,23 +45,23 @@ const executable = (path: string): boolean => {
   }
 };
 
-/** The interpreter path of a `#!` line (the kernel reads the first line's first word after `#!`), if any. */
+/** The interpreter path of a `#!` line (the first word after `#!` on the first line, as the kernel reads it), if any. */
 function interpreterOf(path: string): string | undefined {
-  const head = Buffer.alloc(256);
+  const bytes = Buffer.alloc(256);
   let length: number;
   try {
     const fd = openSync(path, 'r');
     try {
-      length = readSync(fd, head, 0, head.length, 0);
+      length = readSync(fd, bytes, 0, bytes.length, 0);
     } finally {
       closeSync(fd);
     }
   } catch {
     return undefined; // not readable by us: execve may still run it (execute-only)
   }
-  const line = head.subarray(0, length).toString('latin1');
-  if (!line.startsWith('#!')) return undefined;
-  const end = line.indexOf('\n');
-  const word = (end === -1 ? line.slice(2) : line.slice(2, end)).trim().split(/[ \t]/)[0];
-  return word === undefined || word === '' ? undefined : word;
+  const head = bytes.subarray(0, length).toString('latin1');
+  if (!head.startsWith('#!')) return undefined;
+  // The kernel skips spaces and tabs only: a CRLF line's \r is part of the name it looks for.
+  const word = /^[ \t]*([^ \t\n]*)/.exec(head.slice(2))![1]!;
+  return word === '' ? undefined : word;
 }

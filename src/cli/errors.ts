@@ -7,6 +7,8 @@ export const EXIT = {
   unavailable: 69,
   /** EX_CANTCREAT: the lock is held by another owner and was not had within --wait. */
   notAcquired: 73,
+  /** EX_IOERR: status, members, leader, trust, restore-fencing or --version could not write their output (ENOSPC, EIO). */
+  output: 74,
   /** EX_TEMPFAIL: the lock was lost while the command ran; the command was terminated. */
   lost: 75,
 } as const;

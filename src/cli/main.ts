@@ -223,14 +223,21 @@ function isEntry(): boolean {
 }
 
 if (isEntry()) {
-  // A stdout or stderr whose reader went away (`… 2>&1 | logger`, the logger gone: EPIPE) fails
-  // its writes with an 'error' event, which would end the process at once: a `run` would leave
-  // its command running on a lock no longer extended, and lose the command's exit code. Its
-  // messages are lost; the lock and the exit code are kept.
-  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
-  const ending = await main(process.argv.slice(2));
-  endWith(ending);
+  // A failed write to stdout or stderr is an 'error' event, which would end the process at once:
+  // `run` and `elect` would leave their command running on a lock no longer extended. A reader
+  // that went away (`… 2>&1 | logger`, the logger gone: EPIPE) wants nothing more: the messages
+  // are dropped. Any other failure (ENOSPC, EIO) loses output someone wanted: the commands whose
+  // output is their result exit EXIT.output; run and elect keep their command's exit code.
+  let unwritten: Error | undefined;
+  const onError = (error: NodeJS.ErrnoException) => void (error.code === 'EPIPE' ? undefined : (unwritten ??= error));
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', onError);
+  const args = process.argv.slice(2);
+  const ending = await main(args);
+  await new Promise((resolve) => setImmediate(resolve)); // a failed write's 'error' comes a tick later
+  const runsCommand = args[0] === 'run' || args[0] === 'elect';
+  const ended = unwritten !== undefined && !runsCommand && ending.signal === undefined ? { code: EXIT.output } : ending;
+  endWith(ended);
   // Every connection is closed by now, so the process exits by itself (the tests hold it to
   // that). Should anything still hold it open, exit anyway rather than hang a cron job.
-  setTimeout(() => process.exit(ending.code), 5000).unref();
+  setTimeout(() => process.exit(ended.code), 5000).unref();
 }

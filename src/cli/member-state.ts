@@ -153,11 +153,11 @@ export function waitCause(votes: readonly Pick<MemberVote<string>, 'vote' | 'qua
 
 /**
  * Why a fenced wait goes on when the lock's own votes say nothing against it: the members that
- * refused the last fence round's proposal (fence.lua: no trusted counter, as after losing their
- * data), if any.
+ * refused the last fence round's proposal for want of a trusted counter (fence.lua, as after
+ * losing their data), if any; not those outbid, nor those where the lock was gone.
  */
-export function fenceCause(fenceVotes: readonly Pick<MemberVote<string>, 'vote'>[]): WaitCause | undefined {
-  const refused = fenceVotes.filter((vote) => vote.vote === 'taken').length;
+export function fenceCause(fenceVotes: readonly Pick<MemberVote<string>, 'vote' | 'fence'>[]): WaitCause | undefined {
+  const refused = fenceVotes.filter((vote) => vote.vote === 'taken' && vote.fence?.trusted === false).length;
   return refused > 0 ? { cause: 'unfenced', count: refused } : undefined;
 }
 

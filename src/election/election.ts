@@ -74,7 +74,8 @@ export class Election {
   /**
    * Waits in the fair line of the election's lock until this candidate is elected; resolves with
    * the Leadership, kept (extended) until it is lost or resigned. Rejects with signal.reason when
-   * aborted; nothing is left behind then.
+   * aborted, and with a LockAcquireError (stoppedBecause 'clients closed') when so many members'
+   * clients have ended that no campaign could win; nothing is left behind then.
    */
   async campaign(options?: CampaignOptions): Promise<Leadership> {
     const signal = checkSignalOptions(options, 'campaign');
@@ -91,7 +92,9 @@ export class Election {
         lock = await this.#context.acquire(this.#resource, this.ttl, policy);
         break;
       } catch (error) {
-        if (signal?.aborted || !(error instanceof LockAcquireError)) throw error;
+        // Clients ended (quit, or a reconnect strategy that gave up) answer nothing again: with too
+        // many of them no campaign can win, and each attempt fails at once (acquire-loop.ts).
+        if (signal?.aborted || !(error instanceof LockAcquireError) || error.stoppedBecause === 'clients closed') throw error;
         // Held all along is the normal wait; anything else (members unreachable, quarantined) is worth a word.
         if (error.outcome !== 'taken')
           settings.logger.warn({ election: this.name, outcome: error.outcome, attempts: error.attempts.length }, 'still campaigning');

@@ -124,7 +124,9 @@ export async function fenceToken(lock: FencedLock, view: Readonly<FenceView>): P
         if (reply.gone) gone++;
         else if (!reply.raised && !reply.trusted) untrusted++;
         if (reply.complete && member.notCounting === undefined) completeMax[index] = reply.max;
-        return reply.raised && reply.trusted && member.notCounting === undefined ? 'locked' : 'taken';
+        if (reply.raised && reply.trusted && member.notCounting === undefined) return 'locked';
+        // A refusal says what it read (where the lock is gone, nothing) to vote listeners (cli/member-state.ts).
+        return reply.gone ? 'taken' : { vote: 'taken', fence: { highest: reply.highest, trusted: reply.trusted } };
       },
       counts: isLocked,
       timeoutMs: settings.nodeTimeout,

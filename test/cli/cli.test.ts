@@ -3,9 +3,9 @@
  * against three real redis-server masters.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { TestMasters } from '../integration/masters.js';
 import { cli, events, everyMemberHolds, nodeCommand, runCli, within, withMasters } from './spawn.js';
@@ -170,16 +170,30 @@ describe('run', () => {
     expect(await t.valuesOf('missing')).toEqual([null, null, null]);
   });
 
-  it("exits 126 for a script whose #! interpreter does not exist, and says so in quorumlock's words", async () => {
+  it("exits 126 for a script whose #! interpreter does not exist (a CRLF line end included), and says so in quorumlock's words; a later PATH entry that can run is run", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'quorumlock-shebang-'));
+    const [shadowed, later] = [join(dir, 'a'), join(dir, 'b')];
+    mkdirSync(shadowed);
+    mkdirSync(later);
     const script = join(dir, 'job.sh');
-    writeFileSync(script, '#!/usr/bin/quorumlock-no-such-shell -e\necho ran\n', { mode: 0o755 });
+    writeFileSync(script, '#! /usr/bin/quorumlock-no-such-shell -e\necho ran\n', { mode: 0o755 });
+    const crlf = join(dir, 'crlf.sh');
+    writeFileSync(crlf, '#!/bin/sh\r\necho ran\r\n', { mode: 0o755 });
+    // `job` on PATH: first a copy with a missing interpreter, then one that runs (execvp goes on).
+    writeFileSync(join(shadowed, 'job'), '#!/usr/bin/quorumlock-no-such-shell\necho shadowed\n', { mode: 0o755 });
+    writeFileSync(join(later, 'job'), '#!/bin/sh\necho later\n', { mode: 0o755 });
+    const run = (command: string, env?: NodeJS.ProcessEnv) =>
+      cli(['run', '--members', members, '--resource', 'bad-interpreter', '--ttl', '2s', '--', command], env).done;
     try {
-      const { code, stdout, stderr } = await cli(['run', '--members', members, '--resource', 'bad-interpreter', '--ttl', '2s', '--', script]).done;
-      expect(code).toBe(126);
-      expect(stdout).toBe('');
-      expect(stderr).toContain(`${script}: bad interpreter /usr/bin/quorumlock-no-such-shell`);
+      const missing = await run(script);
+      expect(missing).toMatchObject({ code: 126, stdout: '' });
+      expect(missing.stderr).toContain(`${script}: bad interpreter "/usr/bin/quorumlock-no-such-shell"`);
+      const windows = await run(crlf);
+      expect(windows).toMatchObject({ code: 126, stdout: '' });
+      expect(windows.stderr).toContain(`${crlf}: bad interpreter "/bin/sh\\r": not found or not executable (the script's lines end in CRLF)`);
       expect(await t.valuesOf('bad-interpreter')).toEqual([null, null, null]);
+      const found = await run('job', { PATH: `${shadowed}${delimiter}${later}${delimiter}${process.env.PATH ?? ''}` });
+      expect(found).toMatchObject({ code: 0, stdout: 'later\n' });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

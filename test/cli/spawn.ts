@@ -122,9 +122,9 @@ export async function within(timeoutMs: number, condition: () => boolean | Promi
 export const everyMemberHolds = async (masters: TestMasters, resource: string): Promise<boolean> =>
   (await masters.valuesOf(resource)).every((value) => value !== null);
 
-/** Runs the CLI with `args`; QUORUMLOCK_MEMBERS is cleared unless `env` sets it. */
-export function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
-  return spawnCli(process.execPath, [bundledCli(), ...args], env);
+/** Runs the CLI with `args`; QUORUMLOCK_MEMBERS is cleared unless `env` sets it. `stdout`: a file descriptor to write it to, instead of a pipe read into `stdout`. */
+export function cli(args: string[], env: NodeJS.ProcessEnv = {}, stdout?: number): Cli {
+  return spawnCli(process.execPath, [bundledCli(), ...args], env, stdout);
 }
 
 const shellQuote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
@@ -138,12 +138,12 @@ export function cliOnTerminal(args: string[], env: NodeJS.ProcessEnv = {}): Cli 
   return spawnCli('script', ['-qfec', command, '/dev/null'], env);
 }
 
-function spawnCli(file: string, args: string[], env: NodeJS.ProcessEnv): Cli {
+function spawnCli(file: string, args: string[], env: NodeJS.ProcessEnv, stdout: number | 'pipe' = 'pipe'): Cli {
   const started = performance.now();
   const child = spawn(file, args, {
     cwd: ROOT,
     env: { ...process.env, QUORUMLOCK_MEMBERS: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', stdout, 'pipe'],
   });
   running.add(child);
   const result: Cli = {
@@ -170,7 +170,7 @@ function spawnCli(file: string, args: string[], env: NodeJS.ProcessEnv): Cli {
       });
     }),
   };
-  child.stdout!.on('data', (chunk: Buffer) => (result.stdout += chunk.toString()));
+  child.stdout?.on('data', (chunk: Buffer) => (result.stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (result.stderr += chunk.toString()));
   return result;
 }

@@ -3,7 +3,7 @@
  * no member is ever reached, so no server runs here.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -95,6 +95,15 @@ describe('usage errors exit 64 and name the flag', () => {
       const { code, stdout } = await cli(args).done;
       expect(code).toBe(0);
       expect(stdout).toBe(`quorumlock ${version}\n`);
+    }
+  });
+
+  it('exits 74 when its output cannot be written (a full disk: /dev/full), where it would have said 0', async () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      expect((await cli(['--version'], {}, full).done).code).toBe(74);
+    } finally {
+      closeSync(full);
     }
   });
 

@@ -251,6 +251,25 @@ describe('redlock.election()', () => {
     await successor.resign();
   });
 
+  it("a campaign whose members' clients were quit rejects ('clients closed') rather than retrying without a pause, and keeps the event loop turning", async () => {
+    const name = fresh('election-quit');
+    const leader = await candidate().redlock.election(name, { ttl: 2000, id: 'leader' }).campaign();
+    const standby = candidate();
+    const campaign = standby.redlock.election(name, { ttl: 2000, id: 'standby' }).campaign();
+    await sleep(100); // waiting in line
+    let ticks = 0;
+    const ticking = setInterval(() => ticks++, 10);
+    try {
+      await Promise.all(standby.clients.map((client) => client.quit()));
+      await expect(campaign).rejects.toMatchObject({ stoppedBecause: 'clients closed' });
+      await sleep(50);
+      expect(ticks).toBeGreaterThan(0); // timers ran: no spin
+    } finally {
+      clearInterval(ticking);
+    }
+    await leader.resign();
+  });
+
   it('three of five members paused past the validity: the leader stops before its validity ends, and the next leader comes after it', async () => {
     const name = fresh('election-paused');
     const leadership = await candidate().redlock.election(name, { ttl: 2000, id: 'old' }).campaign();
