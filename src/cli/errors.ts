@@ -7,7 +7,7 @@ export const EXIT = {
   unavailable: 69,
   /** EX_CANTCREAT: the lock is held by another owner and was not had within --wait. */
   notAcquired: 73,
-  /** EX_IOERR: status, members, leader, trust, restore-fencing or --version could not write their output (ENOSPC, EIO). */
+  /** EX_IOERR: a command other than run and elect that would have exited 0 could not write its stdout (ENOSPC, EIO). */
   output: 74,
   /** EX_TEMPFAIL: the lock was lost while the command ran; the command was terminated. */
   lost: 75,

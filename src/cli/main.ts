@@ -225,17 +225,20 @@ function isEntry(): boolean {
 if (isEntry()) {
   // A failed write to stdout or stderr is an 'error' event, which would end the process at once:
   // `run` and `elect` would leave their command running on a lock no longer extended. A reader
-  // that went away (`… 2>&1 | logger`, the logger gone: EPIPE) wants nothing more: the messages
-  // are dropped. Any other failure (ENOSPC, EIO) loses output someone wanted: the commands whose
-  // output is their result exit EXIT.output; run and elect keep their command's exit code.
-  let unwritten: Error | undefined;
-  const onError = (error: NodeJS.ErrnoException) => void (error.code === 'EPIPE' ? undefined : (unwritten ??= error));
-  for (const stream of [process.stdout, process.stderr]) stream.on('error', onError);
+  // that went away (EPIPE: `… 2>&1 | logger`, the logger gone) wants nothing more: dropped.
+  // Otherwise (ENOSPC, EIO) a command whose result is its stdout and which would say 0 (success,
+  // the result written) exits EXIT.output instead; other codes stand, as does run's and elect's
+  // (their command's), and a failed message on stderr changes nothing.
+  let unwritten = false;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') unwritten = true;
+  });
+  process.stderr.on('error', () => undefined);
   const args = process.argv.slice(2);
   const ending = await main(args);
   await new Promise((resolve) => setImmediate(resolve)); // a failed write's 'error' comes a tick later
   const runsCommand = args[0] === 'run' || args[0] === 'elect';
-  const ended = unwritten !== undefined && !runsCommand && ending.signal === undefined ? { code: EXIT.output } : ending;
+  const ended = unwritten && !runsCommand && ending.code === EXIT.ok && ending.signal === undefined ? { code: EXIT.output } : ending;
   endWith(ended);
   // Every connection is closed by now, so the process exits by itself (the tests hold it to
   // that). Should anything still hold it open, exit anyway rather than hang a cron job.

@@ -331,8 +331,10 @@ function acquireReason(error: LockAcquireError, options: RunOptions, quarantineA
         ? `${name}: it is held by another owner, and was not freed within --wait ${formatMs(options.wait)} (${tries})`
         : `${name}: it is held by another owner. To wait in line for it instead, add --wait <duration>, e.g. --wait 5m`;
     case 'unavailable':
-      // Fenced, the fence round after a won one counts no member where the lock is gone (fence.ts).
-      return `${name}: too few members answered for a quorum (${quorum} of ${count} needed; ${tries})${options.fencing ? '; with --fencing, a member where the lock was evicted or deleted before its token was issued does not count either' : ''}`;
+      // A won round: its fence round failed, where a member whose copy of the lock is gone counts no more than a silent one (fence.ts).
+      if ((error.attempts.at(-1)?.votes.filter((vote) => vote.vote === 'locked').length ?? 0) >= quorum)
+        return `${name}: locked, but too few members answered the fence round or still held the lock then (a key evicted or deleted meanwhile) to issue a token (${quorum} of ${count} needed; ${tries})`;
+      return `${name}: too few members answered for a quorum (${quorum} of ${count} needed; ${tries})`;
     case 'quarantined': {
       // One server under two names is one failure domain: no wait and no trust makes it count twice.
       const duplicates = (error.attempts.at(-1)?.votes ?? []).filter((vote) => isSameServer(vote.notCounting));

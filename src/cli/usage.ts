@@ -137,8 +137,8 @@ Exit codes:
   69    members unreachable, too few healthy masters, members in quarantine, or another error
   73    run: the lock is held by another owner and was not had within --wait (0 with --skip-if-locked,
         or the code of -E)
-  74    status, members, leader, trust, restore-fencing, --version: their output could not be
-        written (ENOSPC, EIO; a reader that went away, EPIPE, is not an error)
+  74    not run or elect: it would have exited 0, but its stdout could not be written (ENOSPC,
+        EIO; a reader that went away, EPIPE, is not an error)
   75    run: the lock was lost, or could not be kept, while the command ran; the command was stopped.
         leader: members answered, but no quorum names one leader yet
   126   run: the command could not be executed; 127: command not found

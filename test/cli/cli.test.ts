@@ -3,7 +3,7 @@
  * against three real redis-server masters.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -170,7 +170,7 @@ describe('run', () => {
     expect(await t.valuesOf('missing')).toEqual([null, null, null]);
   });
 
-  it("exits 126 for a script whose #! interpreter does not exist (a CRLF line end included), and says so in quorumlock's words; a later PATH entry that can run is run", async () => {
+  it("exits 126 for a script whose #! interpreter does not exist (a CRLF line end included, or where PATH finds it first), in quorumlock's words; runs one whose interpreter's path is not ASCII", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'quorumlock-shebang-'));
     const [shadowed, later] = [join(dir, 'a'), join(dir, 'b')];
     mkdirSync(shadowed);
@@ -179,7 +179,13 @@ describe('run', () => {
     writeFileSync(script, '#! /usr/bin/quorumlock-no-such-shell -e\necho ran\n', { mode: 0o755 });
     const crlf = join(dir, 'crlf.sh');
     writeFileSync(crlf, '#!/bin/sh\r\necho ran\r\n', { mode: 0o755 });
-    // `job` on PATH: first a copy with a missing interpreter, then one that runs (execvp goes on).
+    // `job` on PATH: first a copy with a missing interpreter, then one that runs. dash would go on
+    // to the second, bash would stop at the first: the first is refused, the same on every system.
+    const accented = join(dir, 'café');
+    mkdirSync(accented);
+    symlinkSync('/bin/sh', join(accented, 'sh'));
+    const utf8 = join(dir, 'utf8.sh');
+    writeFileSync(utf8, `#!${join(accented, 'sh')}\necho utf8\n`, { mode: 0o755 });
     writeFileSync(join(shadowed, 'job'), '#!/usr/bin/quorumlock-no-such-shell\necho shadowed\n', { mode: 0o755 });
     writeFileSync(join(later, 'job'), '#!/bin/sh\necho later\n', { mode: 0o755 });
     const run = (command: string, env?: NodeJS.ProcessEnv) =>
@@ -192,8 +198,10 @@ describe('run', () => {
       expect(windows).toMatchObject({ code: 126, stdout: '' });
       expect(windows.stderr).toContain(`${crlf}: bad interpreter "/bin/sh\\r": not found or not executable (the script's lines end in CRLF)`);
       expect(await t.valuesOf('bad-interpreter')).toEqual([null, null, null]);
-      const found = await run('job', { PATH: `${shadowed}${delimiter}${later}${delimiter}${process.env.PATH ?? ''}` });
-      expect(found).toMatchObject({ code: 0, stdout: 'later\n' });
+      const first = await run('job', { PATH: `${shadowed}${delimiter}${later}${delimiter}${process.env.PATH ?? ''}` });
+      expect(first).toMatchObject({ code: 126, stdout: '' });
+      expect(first.stderr).toContain('job: bad interpreter "/usr/bin/quorumlock-no-such-shell"');
+      expect(await run(utf8)).toMatchObject({ code: 0, stdout: 'utf8\n' });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -98,10 +98,12 @@ describe('usage errors exit 64 and name the flag', () => {
     }
   });
 
-  it('exits 74 when its output cannot be written (a full disk: /dev/full), where it would have said 0', async () => {
+  it('exits 74 when its output cannot be written (a full disk: /dev/full), where it would have said 0; another code stands', async () => {
     const full = openSync('/dev/full', 'w');
     try {
       expect((await cli(['--version'], {}, full).done).code).toBe(74);
+      // A code other than 0 stands: a usage error says so on stderr.
+      expect((await cli(['no-such-command'], {}, full).done).code).toBe(64);
     } finally {
       closeSync(full);
     }
