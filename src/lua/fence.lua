@@ -12,9 +12,10 @@
 -- longer held here}. A sync with a floor also repairs an incomplete epoch (sets its floor). Not
 -- raised when the server's epoch is not the one named (then {0, 0, 0, '', 0, 0}), when proposing
 -- and a lock key no longer holds our value (then {0, 0, 0, epoch id, 0, 0, 1}: a candidate must
--- be written while we hold the lock: that is what orders it before any later holder's reading), when the counter is already at or above the
--- token (then propose higher), or when proposing to an untrusted member: a candidate that loses
--- must never make a forgetful member look as if it knew the latest token.
+-- be written while we hold the lock: that is what orders it before any later holder's reading),
+-- when the counter is already at or above the token (then propose higher), or when proposing to
+-- an untrusted member: a candidate that loses must never make a forgetful member look as if it
+-- knew the latest token.
 --
 -- Why the epoch binding makes a sync safe: a sync writes token t (and a floor) into epoch E,
 -- making E's readings trusted, so they must cover every issued token this member held in an

@@ -30,7 +30,7 @@ export interface Member {
    * that is not known (a Cluster, a test's member). A round counts silence from it (quorum/round.ts).
    */
   readonly heardAt?: number | undefined;
-  /** The user quit this member's client: it answers nothing again (undefined where not known). */
+  /** This member's client has ended (quit, or its reconnect strategy gave up): it answers nothing again (undefined where not known). */
   readonly clientEnded?: boolean | undefined;
   /**
    * Sets the lock keys of `resources` (all or none), or says why not. `open`: whether the round

@@ -72,7 +72,7 @@ export async function acquireWithRetries(request: RetryRequest): Promise<Won> {
       if (result.won) return run.won(result, attempt, waiting?.kept(result.value));
       // refused
       run.refused(attempt, result);
-      // Members whose clients the user quit answer nothing again: past a minority, no retry can win.
+      // Members whose clients have ended (quit, given up reconnecting) answer nothing again: past a minority, no retry can win.
       if (members.filter((member) => member.clientEnded === true).length > members.length - quorum) throw await run.stopped('clients closed');
       if (attempt > policy.retryCount) throw await run.stopped('retries exhausted');
       // wait(reason), then try again, unless a majority handed the lock over meanwhile
