@@ -72,5 +72,8 @@ function interpreterOf(path: string): Buffer | undefined {
   while (from < length && separators.includes(bytes[from]!)) from++;
   let to = from;
   while (to < length && !separators.includes(bytes[to]!) && bytes[to] !== 0x0a && bytes[to] !== 0) to++;
+  // A name cut off by the kernel's 256-byte buffer: execve fails with ENOEXEC and the shell runs
+  // the file as a script. Not ours to judge.
+  if (to === bytes.length) return undefined;
   return to === from ? undefined : bytes.subarray(from, to);
 }
