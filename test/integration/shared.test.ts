@@ -261,7 +261,11 @@ describe('shared locks', () => {
     const resource = fresh('shared-fence-crowd');
     // Six Redlocks (as six processes would be), 30 readers, no retries: every reader's acquire round
     // wins (readers do not exclude each other), and all of them propose the same next token at first.
-    const redlocks = Array.from({ length: 6 }, () => new Redlock(servers.connect(), { retryCount: 0 }));
+    // Each with its connections ready first (connected, epochs read, scripts loaded: a cold
+    // start's round trips, on a busy machine, timed a first round out), and a nodeTimeout that a
+    // burst of 30 fenced acquires on two loaded cores does not use up: this is about the fence.
+    const redlocks = Array.from({ length: 6 }, () => new Redlock(servers.connect(), { retryCount: 0, nodeTimeout: 500 }));
+    for (const redlock of redlocks) await (await redlock.acquire(fresh('shared-fence-warm'), 10_000, { shared: true, fencing: true })).release();
     const settled = await Promise.allSettled(
       Array.from({ length: 30 }, (_, i) => redlocks[i % redlocks.length]!.acquire(resource, 10_000, { shared: true, fencing: true })),
     );
