@@ -7,8 +7,8 @@
  * run outside it), on five local masters. Each runs twice, 1,500 warm-up cycles then 0 or
  * `--cycles` more; the difference over `--cycles` is its instructions per cycle, start-up,
  * warm-up and JIT compilation cancelled out. A shared VM's CPU time per cycle moves by 10–30 %
- * from run to run (docs/performance.md); an instruction count moves by a few per cent over 5,000
- * cycles, so a change of a few per cent in the client's own work shows. It counts work, not what
+ * from run to run (docs/performance.md); an instruction count moves by 2–7 % over 5,000 cycles
+ * (a collection falls in the window or not: `--cycles 20000` narrows it). It counts work, not what
  * the work costs: cache misses and the kernel's share (the writes) are not in it.
  * Needs valgrind (`apt-get install valgrind`); about 5 minutes.
  */
