@@ -17,6 +17,7 @@ import { endingOf, endWith, type Ending } from './ending.js';
 import { leader as leaderCommand } from './leader.js';
 import { USAGE } from './usage.js';
 import { defaults } from '../options/settings.js';
+import { afterPoll } from '../clock/index.js';
 
 const inspectOptions = {
   ...commonFlags,
@@ -236,7 +237,7 @@ if (isEntry()) {
   process.stderr.on('error', () => undefined);
   const args = process.argv.slice(2);
   const ending = await main(args);
-  await new Promise((resolve) => setImmediate(resolve)); // a failed write's 'error' comes a tick later
+  await afterPoll(); // a failed write's 'error' comes a tick later
   const runsCommand = args[0] === 'run' || args[0] === 'elect';
   const ended = unwritten && !runsCommand && ending.code === EXIT.ok && ending.signal === undefined ? { code: EXIT.output } : ending;
   endWith(ended);
